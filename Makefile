@@ -1,0 +1,49 @@
+# Two commands set everything up: `make book` and `make test`. Both create or refresh
+# the pinned virtual environment in $(VENV) first; nothing hand-installed is assumed.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# nbgrader calls `alembic` by name, so the venv's bin/ goes first on PATH.
+RUN    := PATH="$(CURDIR)/$(BIN):$$PATH"
+JOBS   ?= 2
+
+.PHONY: help venv book test bench bench-gpu lock clean
+
+help:
+	@echo "make book      build the executable book into _build/html"
+	@echo "make test      run the whole test suite (CI calls this)"
+	@echo "make bench     run the CPU benchmarks and print their table"
+	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
+	@echo "make lock      regenerate requirements.lock from pyproject.toml"
+	@echo "make clean     remove build outputs (keeps the venv)"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+book: $(STAMP)
+	$(RUN) $(BIN)/jupyter-book build . --warningiserror --keep-going
+
+test: $(STAMP)
+	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+
+bench: $(STAMP)
+	$(RUN) $(BIN)/python benchmarks/run.py
+
+bench-gpu:
+	bash benchmarks/run_gpu.sh
+
+lock:
+	rm -rf /tmp/s04-lock-venv && $(PYTHON) -m venv /tmp/s04-lock-venv
+	/tmp/s04-lock-venv/bin/python -m pip install --quiet ".[test]"
+	{ echo "# Exact versions of every package the project installs (pip freeze of a clean install of pyproject.toml[test])."; \
+	  echo "# Regenerate with \`make lock\` after changing a dependency in pyproject.toml."; \
+	  /tmp/s04-lock-venv/bin/python -m pip freeze --exclude s04-diffsim-course; } > requirements.lock
+
+clean:
+	rm -rf _build .pytest_cache

@@ -1,0 +1,74 @@
+"""course_lib: the JAX library behind the course "S04 可微分仿真理论".
+
+Everything the book and the assignments use is re-exported here, so this file is
+the map of the library. Conventions: a continuous model is ``f(x, u, p) -> xdot``;
+an integrator turns it into ``step(x, u, p) -> x_next``; a rollout is ``lax.scan``
+over a step. Float64 is opt-in: call :func:`enable_float64` before gradient checks.
+"""
+
+import jax
+
+from course_lib.adjoint import AdjointResult, adjoint_gradients
+from course_lib.checks import (
+    DEFAULT_EPS,
+    CoordinateCheck,
+    DirectionalCheck,
+    JacobianCheck,
+    Plateau,
+    coordinate_check,
+    default_tolerance,
+    directional_check,
+    find_plateau,
+    jacobian_check,
+    random_direction,
+    relative_error,
+)
+from course_lib.diagnostics import (
+    first_nonfinite_step,
+    gradient_norm_vs_horizon,
+    product_log_singular_values,
+    step_spectral_norms,
+)
+from course_lib.implicit import solve_implicit
+from course_lib.integrators import (
+    INTEGRATOR_ORDER,
+    INTEGRATORS,
+    explicit_euler,
+    explicit_midpoint,
+    implicit_euler,
+    implicit_midpoint,
+    make_integrator,
+    rk4,
+    semi_implicit_euler,
+)
+from course_lib.rollout import GRADIENT_MODES, CheckpointPlan, checkpoint_plan, rollout, rollout_cost
+from course_lib.sensitivity import Linearization, linearize, linearize_trajectory, parameter_sensitivities
+from course_lib.systems import (
+    SYSTEMS,
+    CartPoleParams,
+    DoubleIntegratorParams,
+    FrictionBlockParams,
+    LIPMParams,
+    PendulumParams,
+    ScalarLinearParams,
+    SpringDamperParams,
+    System,
+    TwoMassParams,
+    cart_pole,
+    double_integrator,
+    friction_block,
+    get_system,
+    lipm,
+    pendulum,
+    scalar_linear,
+    spring_damper,
+    two_mass_spring,
+)
+
+
+def enable_float64() -> None:
+    """Switch JAX to float64 (needed for gradient checks; see S04.8.2). Call before creating arrays."""
+    jax.config.update("jax_enable_x64", True)
+
+
+__version__ = "0.1.0"

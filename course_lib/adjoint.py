@@ -1,0 +1,94 @@
+r"""The hand-written adjoint (backward) recursion of S04.7.
+
+For :math:`x_{k+1} = F(x_k, u_k, p)` and
+:math:`L = \ell_N(x_N, p) + \sum_{k<N} \ell(x_k, u_k, p)`:
+
+.. math::
+    \lambda_N = \partial_x \ell_N,\qquad
+    \lambda_k = \partial_x \ell_k + A_k^T \lambda_{k+1},\qquad
+    \frac{dL}{du_k} = \partial_u \ell_k + B_k^T \lambda_{k+1},\qquad
+    \frac{dL}{dp} = \partial_p \ell_N + \sum_k \left(\partial_p \ell_k + P_k^T \lambda_{k+1}\right)
+
+The products :math:`A_k^T\lambda` etc. are vector–Jacobian products of one step, so
+no Jacobian matrix is ever formed, and memory is the stored trajectory only.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from course_lib._validate import check_finite
+
+
+class AdjointResult(NamedTuple):
+    """Output of :func:`adjoint_gradients`.
+
+    Attributes:
+        loss: scalar :math:`L`.
+        xs: forward trajectory, ``(N+1, nx)``.
+        lambdas: :math:`\\lambda_k = dL/dx_k`, ``(N+1, nx)``; ``lambdas[0]`` is ``dL/dx_0``.
+        grad_us: :math:`dL/du_k`, ``(N, nu)``.
+        grad_p: :math:`dL/dp`, same pytree structure as ``p``.
+    """
+
+    loss: jax.Array
+    xs: jax.Array
+    lambdas: jax.Array
+    grad_us: jax.Array
+    grad_p: object
+
+
+def forward_pass(step, stage_cost, terminal_cost, x0, us, p):
+    """Roll out and accumulate the cost; returns ``(loss, xs)`` with ``xs`` of shape ``(N+1, nx)``."""
+
+    def body(carry, u):
+        x, total = carry
+        return (step(x, u, p), total + stage_cost(x, u, p)), x
+
+    (x_last, total), xs = jax.lax.scan(body, (x0, jnp.zeros((), jnp.result_type(x0, float))), us)
+    return total + terminal_cost(x_last, p), jnp.concatenate([xs, x_last[None]], axis=0)
+
+
+def backward_pass(step, stage_cost, terminal_cost, xs, us, p, scale=1.0):
+    """Run the adjoint recursion on a stored trajectory ``xs``.
+
+    ``scale`` multiplies every adjoint (it is the incoming cotangent when this pass
+    serves as a custom VJP). Returns ``(lambdas, grad_us, grad_p)``.
+    """
+    lam_n, gp_n = jax.grad(terminal_cost, argnums=(0, 1))(xs[-1], p)
+    lam_n = scale * lam_n
+    gp_n = jax.tree_util.tree_map(lambda g: scale * g, gp_n)
+
+    def body(carry, xu):
+        lam_next, gp = carry
+        x, u = xu
+        _, step_vjp = jax.vjp(step, x, u, p)
+        at_lam, bt_lam, pt_lam = step_vjp(lam_next)  # A_k^T λ, B_k^T λ, P_k^T λ
+        lx, lu, lp = jax.grad(stage_cost, argnums=(0, 1, 2))(x, u, p)
+        lam = scale * lx + at_lam
+        grad_u = scale * lu + bt_lam
+        gp = jax.tree_util.tree_map(lambda a, b, c: a + scale * b + c, gp, lp, pt_lam)
+        return (lam, gp), (lam, grad_u)
+
+    (_, grad_p), (lams, grad_us) = jax.lax.scan(body, (lam_n, gp_n), (xs[:-1], us), reverse=True)
+    return jnp.concatenate([lams, lam_n[None]], axis=0), grad_us, grad_p
+
+
+def adjoint_gradients(step, x0, us, p, stage_cost, terminal_cost) -> AdjointResult:
+    """Loss and all its gradients by one forward and one adjoint sweep (S04.7.2).
+
+    Args:
+        step: ``step(x, u, p) -> x_next``.
+        x0: initial state ``(nx,)``.
+        us: inputs ``(N, nu)``.
+        p: parameter pytree.
+        stage_cost: ``ell(x, u, p) -> scalar``.
+        terminal_cost: ``ell_N(x, p) -> scalar``.
+    """
+    check_finite((x0, us, p), "x0, us or p", "adjoint_gradients")
+    loss, xs = forward_pass(step, stage_cost, terminal_cost, x0, us, p)
+    lambdas, grad_us, grad_p = backward_pass(step, stage_cost, terminal_cost, xs, us, p)
+    return AdjointResult(loss, xs, lambdas, grad_us, grad_p)
