@@ -93,20 +93,25 @@ def _store_all(step, stage_cost, terminal_cost, x0, us, p, segment_length):
 
 def _checkpointed(step, stage_cost, terminal_cost, x0, us, p, segment_length):
     plan = checkpoint_plan(us.shape[0], segment_length)
-    # Only a segment's inputs survive the forward pass; its inside is recomputed.
-    segment = jax.checkpoint(partial(_cost_scan, step, stage_cost))
-    n_full = us.shape[0] // plan.segment_length
-    body_us = us[: n_full * plan.segment_length].reshape(n_full, plan.segment_length, -1)
+    seg = plan.segment_length
+    n_full = us.shape[0] // seg
 
-    def body(carry, seg_us):
+    # Only a segment's start state survives the forward pass; its inside is
+    # recomputed. The segment slices ``us`` itself (``us`` is loop-invariant and
+    # kept once) so that no per-segment copy of the inputs is stored.
+    @jax.checkpoint
+    def segment(x, index, us_all):
+        seg_us = jax.lax.dynamic_slice_in_dim(us_all, index * seg, seg)
+        return _cost_scan(step, stage_cost, x, seg_us, p)
+
+    def body(carry, index):
         x, total = carry
-        x, seg_total = segment(x, seg_us, p)
+        x, seg_total = segment(x, index, us)
         return (x, total + seg_total), None
 
-    (x, total), _ = jax.lax.scan(body, (x0, jnp.zeros((), jnp.result_type(x0, float))), body_us)
-    tail = us[n_full * plan.segment_length :]
-    if tail.shape[0]:
-        x, tail_total = segment(x, tail, p)
+    (x, total), _ = jax.lax.scan(body, (x0, jnp.zeros((), jnp.result_type(x0, float))), jnp.arange(n_full))
+    if n_full * seg < us.shape[0]:
+        x, tail_total = jax.checkpoint(partial(_cost_scan, step, stage_cost))(x, us[n_full * seg :], p)
         total = total + tail_total
     return total + terminal_cost(x, p)
 
