@@ -17,6 +17,7 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 #: The chapter's ε sweep (S04.8.2), extended by one decade on each side.
@@ -86,7 +87,7 @@ def directional_check(loss_fn, theta, grad, eps_list=DEFAULT_EPS, direction=None
 
 def default_tolerance(dtype) -> float:
     """Plateau threshold: ``100 * sqrt(machine epsilon)`` (1.5e-6 in float64, 3.5e-2 in float32)."""
-    return float(100 * jnp.sqrt(jnp.finfo(dtype).eps))
+    return float(100 * np.sqrt(np.finfo(dtype).eps))
 
 
 class Plateau(NamedTuple):

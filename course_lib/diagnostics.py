@@ -24,8 +24,9 @@ def product_log_singular_values(As):
 
     The running product is renormalised at every step and its scale kept as a
     logarithm, so long horizons neither overflow nor underflow in the largest
-    singular values (the smallest lose relative accuracy once the product's
-    condition number passes about 1e16). Descending order per row.
+    singular values. The smallest lose relative accuracy once the product's
+    condition number passes about 1e16, and read -inf once it passes about 1e300.
+    Descending order per row.
     """
     nx = As.shape[-1]
 

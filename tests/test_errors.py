@@ -1,0 +1,63 @@
+"""Bad input raises a clear error that names the problem."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import course_lib as cl
+
+P = cl.PendulumParams()
+
+
+def test_wrong_state_shape_names_the_system_and_shapes():
+    with pytest.raises(ValueError, match=r"pendulum: state x must have shape \(2,\), got shape \(3,\)"):
+        cl.pendulum(jnp.zeros(3), jnp.zeros(1), P)
+    with pytest.raises(ValueError, match=r"cart_pole: input u must have shape \(1,\)"):
+        cl.cart_pole(jnp.zeros(4), jnp.zeros(2), cl.CartPoleParams())
+
+
+def test_wrong_state_shape_is_caught_under_jit_and_in_rollouts():
+    step = cl.rk4(cl.pendulum, 0.1)
+    with pytest.raises(ValueError, match="state x must have shape"):
+        jax.jit(step)(jnp.zeros(3), jnp.zeros(1), P)
+    with pytest.raises(ValueError, match=r"us must have shape \(N, nu\)"):
+        cl.rollout(step, jnp.zeros(2), jnp.zeros(5), P)
+    with pytest.raises(ValueError, match=r"x0 must be a state vector"):
+        cl.rollout(step, jnp.zeros((1, 2)), jnp.zeros((5, 1)), P)
+
+
+def test_step_that_changes_the_state_shape():
+    with pytest.raises(ValueError, match=r"step maps a state of shape \(2,\) to shape \(3,\)"):
+        cl.rollout(lambda x, u, p: jnp.zeros(3), jnp.zeros(2), jnp.zeros((4, 1)), P)
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(KeyError, match=r"unknown integrator 'rk5'; valid names: .*rk4"):
+        cl.make_integrator("rk5", cl.pendulum, 0.1)
+    with pytest.raises(KeyError, match=r"unknown system 'quadruped'"):
+        cl.get_system("quadruped")
+    with pytest.raises(KeyError, match=r"unknown gradient mode 'magic'; valid names: adjoint, checkpointed, store_all"):
+        cl.rollout_cost(cl.rk4(cl.pendulum, 0.1), jnp.zeros(2), jnp.zeros((3, 1)), P, lambda x, u, p: 0.0, gradient="magic")
+
+
+@pytest.mark.parametrize("h", [0.0, -0.01, float("nan"), float("inf")])
+@pytest.mark.parametrize("name", sorted(cl.INTEGRATORS))
+def test_non_positive_or_non_finite_step_size(name, h):
+    with pytest.raises(ValueError, match=f"{name}: step size h must be a positive finite scalar"):
+        cl.make_integrator(name, cl.pendulum, h)
+
+
+@pytest.mark.parametrize("bad", [jnp.nan, jnp.inf])
+def test_non_finite_state_or_input(bad):
+    step = cl.rk4(cl.pendulum, 0.1)
+    with pytest.raises(FloatingPointError, match=r"rollout: x0, us or p contains NaN or Inf \(first at index \(1,\)\)"):
+        cl.rollout(step, jnp.array([0.0, bad]), jnp.zeros((3, 1)), P)
+    with pytest.raises(FloatingPointError, match="rollout_cost: x0, us or p contains NaN or Inf"):
+        cl.rollout_cost(step, jnp.zeros(2), jnp.zeros((3, 1)).at[2, 0].set(bad), P, lambda x, u, p: 0.0)
+    with pytest.raises(FloatingPointError, match="adjoint_gradients"):
+        cl.adjoint_gradients(step, jnp.zeros(2), jnp.zeros((3, 1)), P._replace(mass=bad), lambda x, u, p: 0.0, lambda x, p: 0.0)
+
+
+def test_checkpoint_plan_rejects_empty_horizon():
+    with pytest.raises(ValueError, match="n_steps must be >= 1"):
+        cl.checkpoint_plan(0)
