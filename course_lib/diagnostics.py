@@ -13,8 +13,9 @@ import jax.numpy as jnp
 def step_spectral_norms(As):
     r"""Per-step :math:`\|A_k\|_2` (largest singular value), shape ``(N,)``.
 
-    A heuristic only: for non-normal :math:`A_k` the product can grow even when
-    every single-step norm is at most 1 (S04.2.3).
+    A heuristic only (S04.2.3): the product's norm is bounded by the product of these
+    norms, but for non-normal :math:`A_k` it can grow for many steps even when every
+    spectral radius is below 1, and a norm above 1 need not mean growth.
     """
     return jax.vmap(lambda a: jnp.linalg.svd(a, compute_uv=False)[0])(As)
 
