@@ -1,0 +1,64 @@
+"""Smoke test of benchmarks/run.py: the quick sizes run, exit 0, and the gradients that must agree do.
+
+Targets (PASS/MISS) are not asserted; they mean nothing at the quick sizes.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+KEYS = {"grad_vs_forward", "adjoint_vs_fd", "vs_diffrax", "checkpointing"}
+
+
+def _numbers(value, path="measured"):
+    """Yield (path, number) for every number in a nested dict; None (memory 'n/a') is skipped."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, f"{path}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{path}[{i}]")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)):
+        yield path, value
+
+
+def test_quick_benchmarks(tmp_path):
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, f"run.py --quick failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    assert "PASS" in proc.stdout or "MISS" in proc.stdout
+
+    doc = json.loads(out.read_text())
+    assert doc["quick"] is True
+    assert doc["correctness_ok"] is True
+    benches = {b["key"]: b for b in doc["benchmarks"]}
+    assert set(benches) == KEYS
+
+    for key, b in benches.items():
+        numbers = list(_numbers(b["measured"]))
+        assert numbers, key
+        for path, x in numbers:
+            assert math.isfinite(x), f"{key}: {path} = {x}"
+        assert b["targets"], key
+        for t in b["targets"]:
+            assert math.isfinite(t["ratio"]) and t["ratio"] > 0, (key, t)
+            assert isinstance(t["met"], bool)
+        assert b["checks"], key
+        for c in b["checks"]:
+            assert c["passed"], f"{key}: {c['name']} = {c['value']} (tol {c['tol']})"
+
+    # the agreement checks the brief asks for are really recorded
+    assert benches["adjoint_vs_fd"]["measured"]["max_rel_err_fd_vs_adjoint"] <= 1e-6
+    assert benches["vs_diffrax"]["measured"]["max_rel_err_grad"] <= 1e-8
+    assert benches["vs_diffrax"]["measured"]["diffrax_num_steps"] == benches["vs_diffrax"]["config"]["steps"]
+    assert len(doc["table"]) >= 4
