@@ -47,3 +47,24 @@ lock:
 
 clean:
 	rm -rf _build .pytest_cache
+
+# --- instructor commands (see README "For instructors") ---------------------------------
+.PHONY: regenerate release grade feedback grades selftest
+
+regenerate: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder regenerate
+
+release: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder release
+
+grade: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder autograde
+
+feedback: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder feedback
+
+grades: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder export --to grades.csv
+
+selftest: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder selftest

@@ -1,0 +1,142 @@
+"""Instructor commands: ``python -m autograder <command>`` (run from the repository root).
+
+Each command wraps the real nbgrader commands on the course folder ``assignments/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from autograder import data, sources
+from autograder.nbgrader_run import nbgrader
+from autograder.reference import SECTIONS, WRONG_ANSWERS
+from autograder.release_scan import scan_release
+from autograder.selftest import run_section, scratch_course
+
+COURSE = sources.COURSE_DIR
+
+
+def _sections(args) -> list[str]:
+    chosen = args.sections or list(SECTIONS)
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    return chosen
+
+
+def cmd_build(args):
+    for path in sources.build_all(COURSE, _sections(args)):
+        print(f"built {path.relative_to(COURSE.parent)}")
+
+
+def cmd_regenerate(args):
+    for path in data.regenerate():
+        print(f"wrote {path.relative_to(COURSE.parent)}")
+    cmd_build(args)
+
+
+def cmd_release(args):
+    cmd_build(args)
+    failed = False
+    for section in _sections(args):
+        nbgrader(["generate_assignment", section, "--force"], COURSE)
+        problems = scan_release(COURSE / "release" / section, COURSE / "source" / section, data.DATA_DIR)
+        for problem in problems:
+            print(f"LEAK {section}: {problem}", file=sys.stderr)
+        failed |= bool(problems)
+        print(f"released {section} -> {(COURSE / 'release' / section).relative_to(COURSE.parent)}")
+    if failed:
+        raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
+
+
+def _submissions(section: str) -> list[str]:
+    root = COURSE / "submitted"
+    return sorted(p.name for p in root.iterdir() if (p / section).is_dir()) if root.is_dir() else []
+
+
+def cmd_autograde(args):
+    jobs = [(s, student) for s in _sections(args) for student in (args.student or _submissions(s))]
+    if not jobs:
+        print("nothing to grade: assignments/submitted/<student>/<section>/ is empty")
+        return
+    failures = []
+    for section, student in tqdm(jobs, desc="autograde", unit="submission"):
+        try:
+            nbgrader(["autograde", section, "--student", student] + (["--force"] if args.force else []), COURSE)
+        except RuntimeError as exc:  # one broken submission must not stop the class
+            failures.append((section, student, str(exc).splitlines()[0]))
+    for section, student, why in failures:
+        print(f"FAILED {student}/{section}: {why}", file=sys.stderr)
+    print(f"graded {len(jobs) - len(failures)}/{len(jobs)} submissions")
+
+
+def cmd_feedback(args):
+    for section in _sections(args):
+        nbgrader(["generate_feedback", section, "--force"], COURSE)
+        print(f"feedback for {section} -> assignments/feedback/")
+
+
+def cmd_export(args):
+    nbgrader(["export", "--to", str(Path(args.to).resolve())], COURSE)
+    print(f"grades -> {args.to}")
+
+
+def cmd_selftest(args):
+    bad = False
+    with tempfile.TemporaryDirectory() as tmp:
+        for section in _sections(args):
+            course = scratch_course(Path(tmp) / section, COURSE)
+            report = run_section(section, course)
+            for student, notebooks in sorted(report.scores.items()):
+                for nb, v in sorted(notebooks.items()):
+                    score, total = v["auto"]
+                    print(f"{section:8s} {nb:14s} {student:28s} {score:5.1f}/{total:.1f}")
+            for nb, v in report.scores["reference"].items():
+                bad |= v["auto"][0] != v["auto"][1]
+            for nb, v in report.scores["blank"].items():
+                bad |= v["auto"][0] != 0
+            for nb in report.scores["reference"]:
+                for k, wrong in enumerate(WRONG_ANSWERS.get(nb, [])):
+                    text = "\n".join(report.feedback[f"wrong-{nb}-{k}"][nb].values())
+                    bad |= wrong.feedback_contains not in text
+            problems = scan_release(course / "release" / section, course / "source" / section, data.DATA_DIR)
+            bad |= bool(problems)
+            for p in problems:
+                print(f"LEAK {section}: {p}")
+    if bad:
+        raise SystemExit("self-test failed: see the table above")
+    print("self-test passed")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn, help_ in [
+        ("build", cmd_build, "turn source .md files into the .ipynb files nbgrader reads"),
+        ("regenerate", cmd_regenerate, "recompute reference data from the reference solutions, then build"),
+        ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
+        ("autograde", cmd_autograde, "autograde every submission in assignments/submitted/ (progress bar)"),
+        ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
+        ("export", cmd_export, "export all grades to a CSV file"),
+        ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
+    ]:
+        p = sub.add_parser(name, help=help_)
+        p.set_defaults(fn=fn)
+        if name == "export":
+            p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
+        else:
+            p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
+        if name == "autograde":
+            p.add_argument("--student", action="append", help="only this student (repeatable)")
+            p.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    args = parser.parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

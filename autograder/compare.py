@@ -1,0 +1,117 @@
+"""Tolerant comparison of a student's result with the reference, and feedback in Chinese.
+
+Tolerances follow from the dtype and the scale of the reference: a result obtained
+exactly (AD or a closed form) must agree to ``1e4 * eps`` of its dtype relative to
+the reference's magnitude; a finite-difference result to ``1e3 * sqrt(eps)``
+(central differences lose about half the digits). When a result fails, the
+message names the likely mistake with numbers (sign, transpose, all-zero gradient,
+NaN, or a named alternative such as an off-by-one horizon) without revealing the
+hidden inputs or the expected values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+KINDS = ("exact", "finite_difference", "loose")
+
+#: Chinese explanation of each named mistake a check can recognise.
+MISTAKE_MESSAGES = {
+    "horizon_minus_one": "结果与“少算一步”的参考值吻合：循环次数或下标很可能差了一（off-by-one）。",
+    "horizon_plus_one": "结果与“多算一步”的参考值吻合：循环次数或下标很可能差了一（off-by-one）。",
+    "explicit_euler": "结果与显式欧拉的参考值吻合：题目要求半隐式欧拉（先更新速度，再用新速度更新位置）。",
+    "semi_implicit_euler": "结果与半隐式欧拉的参考值吻合：题目要求的是显式欧拉（位置用旧速度更新）。",
+    "forward_difference": "结果与前向差分吻合：题目要求中心差分 (L(u+ε)−L(u−ε))/(2ε)。",
+    "rollouts_n": "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。",
+    "rollouts_n_plus_one": "数成了 N+1 次仿真（像前向差分那样多算一次基准）：中心差分需要 2N 次。",
+    "matrix_inverse": "结果与用显式矩阵求逆得到的参考值一致但数值更差：请改用线性方程求解。",
+}
+
+
+def tolerance(dtype, kind: str) -> float:
+    """Relative tolerance for a result of ``dtype`` computed in the way ``kind`` says."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown comparison kind {kind!r}; valid: {', '.join(KINDS)}")
+    eps = float(np.finfo(dtype if np.issubdtype(dtype, np.floating) else np.float64).eps)
+    return {"exact": 1e4 * eps, "finite_difference": 1e3 * np.sqrt(eps), "loose": 1e-3}[kind]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of one comparison; ``message`` is the Chinese feedback (empty when passed)."""
+
+    passed: bool
+    message: str
+    rel_error: float = float("nan")
+
+
+def _as_array(value):
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # student objects may refuse conversion
+        return None, f"返回值无法转换为数组（{type(exc).__name__}）。"
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        return None, f"返回值应为数值数组，得到的类型是 {type(value).__name__}。"
+    return arr, ""
+
+
+def _rel_error(a, b, scale):
+    return float(np.max(np.abs(a - b)) / scale) if a.size else 0.0
+
+
+def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None) -> Verdict:
+    """Compare ``student`` with ``expected`` (arrays or scalars) and explain a mismatch.
+
+    Args:
+        student: the student's value.
+        expected: the reference value.
+        kind: ``"exact"``, ``"finite_difference"`` or ``"loose"`` (sets the tolerance).
+        mistakes: optional ``{name: value}`` of results a known mistake would give; names
+            are keys of :data:`MISTAKE_MESSAGES`.
+    """
+    exp = np.asarray(expected, dtype=np.float64)
+    got, problem = _as_array(student)
+    if got is None:
+        return Verdict(False, problem)
+    got_dtype = got.dtype if np.issubdtype(got.dtype, np.floating) else np.float64
+    got = got.astype(np.float64)
+    if got.shape != exp.shape:
+        if got.ndim == 2 and got.T.shape == exp.shape and np.allclose(got.T, exp, rtol=1e-6, atol=1e-12):
+            return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}：雅可比矩阵被转置了（行对应输出，列对应输入）。")
+        if got.size == exp.size:
+            return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}：元素个数对，但排列方式不对（检查 reshape/转置）。")
+        return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}。")
+    if not np.all(np.isfinite(got)):
+        n_bad = int(np.sum(~np.isfinite(got)))
+        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：检查除零、对负数开方、或发散的仿真。")
+
+    scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
+    tol = tolerance(got_dtype, kind)
+    err = _rel_error(got, exp, scale)
+    if err <= tol:
+        return Verdict(True, "", err)
+
+    near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
+    reason = ""
+    if np.max(np.abs(exp)) > 0 and not np.any(got):
+        reason = "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
+    elif near(-exp):
+        reason = "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
+    elif exp.ndim == 2 and exp.shape[0] == exp.shape[1] and near(exp.T):
+        reason = "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
+    else:
+        for name, alt in (mistakes or {}).items():
+            if np.shape(alt) == exp.shape and near(alt):
+                reason = MISTAKE_MESSAGES.get(name, f"结果与常见错误“{name}”的结果吻合。")
+                break
+    if not reason:
+        flat_e, flat_g = exp.ravel(), got.ravel()
+        mask = np.abs(flat_e) > 1e-12 * scale
+        ratios = flat_g[mask] / flat_e[mask]
+        if ratios.size and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
+            reason = f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
+    detail = f"相对误差 {err:.2e}，允许 {tol:.1e}。"
+    return Verdict(False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。"), err)

@@ -1,0 +1,73 @@
+"""The grading contract, through the real nbgrader (generate_assignment, autograde, gradebook).
+
+For every section: the reference solution scores full marks on autograded cells, the blank
+release scores zero without crashing, every catalogued wrong answer loses points with
+feedback that names its bug, and the release leaks no solution, reference data or hidden
+input. Reference data regenerates to identical bytes.
+"""
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import data, sources
+from autograder.reference import SECTIONS, WRONG_ANSWERS
+from autograder.registry import all_checks
+from autograder.release_scan import scan_release
+from autograder.selftest import run_section, scratch_course
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "assignments"
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_section_contract(section, tmp_path):
+    course = scratch_course(tmp_path / "course", COURSE)
+    report = run_section(section, course)
+
+    for exercise, (score, total) in ((nb, v["auto"]) for nb, v in report.scores["reference"].items()):
+        assert total > 0 and score == pytest.approx(total), (exercise, report.feedback["reference"][exercise])
+    for exercise, v in report.scores["blank"].items():
+        assert v["auto"][0] == 0, (exercise, report.feedback["blank"][exercise])
+        assert all(text.strip() for text in report.feedback["blank"][exercise].values())  # readable feedback, not silence
+
+    for exercise in report.scores["reference"]:
+        for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, [])):
+            student = f"wrong-{exercise}-{k}"
+            score, total = report.scores[student][exercise]["auto"]
+            assert score < total, f"{student} kept full marks"
+            feedback = "\n".join(report.feedback[student][exercise].values())
+            assert wrong.feedback_contains in feedback, feedback
+
+    problems = scan_release(course / "release" / section, course / "source" / section, data.DATA_DIR)
+    assert problems == []
+
+
+def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
+    checks = all_checks()
+    for md in sources.source_notebooks():
+        copy = tmp_path / md.name
+        shutil.copy(md, copy)
+        nb = nbformat.read(sources.build_notebook(copy), as_version=4)
+        exercise = md.stem
+        graded = {}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and cell.cell_type == "code":
+                graded[meta["grade_id"]] = meta["points"]
+                for key, check in checks.items():
+                    if check.exercise == exercise and f'"{check.name}"' in cell.source:
+                        assert check.points == meta["points"], f"{key}: registry says {check.points}, cell says {meta['points']}"
+        if graded:
+            assert WRONG_ANSWERS.get(exercise), f"{exercise} has no plausible wrong answer"
+
+
+def test_reference_data_regenerates_identically(tmp_path):
+    first = data.regenerate(out_dir=tmp_path / "a")
+    second = data.regenerate(out_dir=tmp_path / "b")
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes()
+        committed = data.DATA_DIR / a.name
+        assert committed.read_bytes() == a.read_bytes(), f"{a.name} is stale: run `python -m autograder regenerate`"
