@@ -31,6 +31,13 @@ MISTAKE_MESSAGES = {
 }
 
 
+def add_mistake_message(name: str, text: str) -> None:
+    """Register the Chinese explanation of a mistake a section's checks recognise."""
+    if MISTAKE_MESSAGES.get(name, text) != text:
+        raise ValueError(f"mistake {name!r} already has a different message")
+    MISTAKE_MESSAGES[name] = text
+
+
 def tolerance(dtype, kind: str) -> float:
     """Relative tolerance for a result of ``dtype`` computed in the way ``kind`` says."""
     if kind not in KINDS:
