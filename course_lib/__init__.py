@@ -29,6 +29,17 @@ from course_lib.diagnostics import (
     product_log_singular_values,
     step_spectral_norms,
 )
+from course_lib.estimators import (
+    GradientEstimate,
+    GradientSamples,
+    adaptive_alpha,
+    adaptive_aobg,
+    aobg,
+    fobg,
+    gradient_samples,
+    zobg,
+)
+from course_lib.health import TrainingHealth, contact_summary, first_nonfinite_record, health_record, stack_records
 from course_lib.implicit import solve_implicit
 from course_lib.integrators import (
     INTEGRATOR_ORDER,
@@ -42,6 +53,25 @@ from course_lib.integrators import (
     semi_implicit_euler,
 )
 from course_lib.rollout import GRADIENT_MODES, CheckpointPlan, checkpoint_plan, rollout, rollout_cost
+from course_lib.shac import (
+    ShacResult,
+    ShacTask,
+    WallParams,
+    WindowRollout,
+    critic_value,
+    episode_cost,
+    fit_critic,
+    init_mlp,
+    lambda_returns,
+    mlp_policy,
+    quadratic_features,
+    shac_train,
+    short_horizon_loss,
+    wall_cost,
+    wall_dynamics,
+    wall_gap,
+    wall_task,
+)
 from course_lib.sensitivity import Linearization, linearize, linearize_trajectory, parameter_sensitivities
 from course_lib.systems import (
     SYSTEMS,
@@ -64,6 +94,17 @@ from course_lib.systems import (
     spring_damper,
     two_mass_spring,
 )
+from course_lib.sysid import (
+    FRICTION_FIELDS,
+    Identifiability,
+    SysIdResult,
+    fit_parameters,
+    friction_balance_force,
+    identifiability,
+    multisine,
+    sysid_loss,
+)
+from course_lib.trajopt import TrajOptResult, optimize_controls
 
 
 def enable_float64() -> None:

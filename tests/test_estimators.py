@@ -1,0 +1,157 @@
+"""Batched gradient estimators (S04.4.4): FoBG, ZoBG, the α-order mix and its adaptive α."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from course_lib.checks import relative_error
+from course_lib.estimators import (
+    GradientEstimate,
+    adaptive_alpha,
+    adaptive_aobg,
+    aobg,
+    fobg,
+    gradient_samples,
+    zobg,
+)
+
+SIGMA = 0.5
+KEY = jax.random.PRNGKey(0)
+
+# a smooth quadratic: the smoothed gradient is exactly A theta + b (Gaussian smoothing adds a constant)
+A = jnp.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
+B = jnp.array([1.0, -2.0, 0.5])
+THETA = jnp.array([0.3, -0.2, 1.0])
+
+
+def heaviside(theta):
+    return jnp.where(theta[0] >= 0.0, 1.0, 0.0)
+
+
+def quadratic(theta):
+    return 0.5 * theta @ A @ theta + B @ theta
+
+
+def smoothed_heaviside_gradient(theta, sigma):
+    return np.exp(-0.5 * (theta / sigma) ** 2) / (np.sqrt(2 * np.pi) * sigma)
+
+
+@pytest.mark.parametrize("theta", [-0.3, 0.0, 0.4])
+def test_zobg_converges_to_the_gaussian_density_and_fobg_is_zero(theta):
+    x = jnp.array([theta])
+    truth = smoothed_heaviside_gradient(theta, SIGMA)
+    zo = zobg(heaviside, x, KEY, sigma=SIGMA, n_samples=20_000)
+    # within four standard errors, and the standard error itself is small
+    assert abs(float(zo.grad[0]) - truth) < 4 * float(zo.stderr[0])
+    assert float(zo.stderr[0]) < 0.02 * truth
+    fo = fobg(heaviside, x, KEY, sigma=SIGMA, n_samples=20_000)
+    assert float(fo.grad[0]) == 0.0 and float(fo.stderr[0]) == 0.0
+    assert float(fo.alpha) == 1.0 and float(zo.alpha) == 0.0
+
+
+@pytest.mark.parametrize("estimator", [fobg, zobg])
+def test_both_estimators_are_unbiased_on_a_smooth_quadratic(estimator):
+    est = estimator(quadratic, THETA, jax.random.PRNGKey(3), sigma=0.3, n_samples=4000)
+    z = (np.asarray(est.grad) - np.asarray(A @ THETA + B)) / np.asarray(est.stderr)
+    assert np.all(np.abs(z) < 4)
+
+
+def test_first_order_has_lower_variance_on_the_smooth_quadratic():
+    fo = fobg(quadratic, THETA, KEY, sigma=0.3, n_samples=2000)
+    zo = zobg(quadratic, THETA, KEY, sigma=0.3, n_samples=2000)
+    assert np.all(np.asarray(fo.stderr) < np.asarray(zo.stderr))
+
+
+def test_alpha_order_is_the_convex_combination_on_shared_samples():
+    s = gradient_samples(quadratic, THETA, KEY, sigma=0.3, n_samples=500)
+    mix = aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=500, alpha=0.25)
+    expected = 0.25 * s.first_order.mean(0) + 0.75 * s.zeroth_order.mean(0)
+    np.testing.assert_allclose(mix.grad, expected, rtol=1e-12)
+    for alpha, est in ((1.0, fobg), (0.0, zobg)):
+        end = aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=500, alpha=alpha)
+        np.testing.assert_allclose(end.grad, est(quadratic, THETA, KEY, sigma=0.3, n_samples=500).grad, rtol=1e-12)
+    # the per-sample terms match the formulas
+    np.testing.assert_allclose(s.first_order, jax.vmap(jax.grad(quadratic))(THETA + s.noise), rtol=1e-12)
+    np.testing.assert_allclose(
+        s.zeroth_order, (s.values - quadratic(THETA))[:, None] * s.noise / 0.3**2, rtol=1e-12
+    )
+
+
+def test_adaptive_alpha_trusts_gradients_only_where_they_are_unbiased():
+    step = adaptive_aobg(heaviside, jnp.array([0.0]), KEY, sigma=SIGMA, n_samples=20_000, gamma=0.1)
+    smooth = adaptive_aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=4000, gamma=0.5)
+    assert float(step.alpha) < 0.2  # FoBG (zero) disagrees with ZoBG: mostly zeroth order
+    assert float(smooth.alpha) > 0.9  # they agree; FoBG has less variance: mostly first order
+    # a tolerance below the confidence radius cannot be certified: pure ZoBG
+    s = gradient_samples(heaviside, jnp.array([0.0]), KEY, sigma=SIGMA, n_samples=100)
+    assert float(adaptive_alpha(s, gamma=1e-6)) == 0.0
+
+
+def test_pytree_theta_keeps_its_structure():
+    theta = {"a": jnp.array([0.3, -0.2]), "b": jnp.array(1.0)}
+
+    def loss(t):
+        v = jnp.concatenate([t["a"], t["b"][None]])
+        return quadratic(v)
+
+    est = fobg(loss, theta, KEY, sigma=0.3, n_samples=64)
+    assert isinstance(est, GradientEstimate)
+    assert est.grad["a"].shape == (2,) and est.grad["b"].shape == ()
+    assert est.stderr["a"].shape == (2,)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t, k: fobg(quadratic, t, k, sigma=0.3, n_samples=64),
+        lambda t, k: zobg(quadratic, t, k, sigma=0.3, n_samples=64),
+        lambda t, k: aobg(quadratic, t, k, sigma=0.3, n_samples=64, alpha=0.4),
+        lambda t, k: adaptive_aobg(quadratic, t, k, sigma=0.3, n_samples=64, gamma=1.0),
+        lambda t, k: gradient_samples(quadratic, t, k, sigma=0.3, n_samples=64),
+    ],
+    ids=["fobg", "zobg", "aobg", "adaptive_aobg", "gradient_samples"],
+)
+def test_jit_vmap_grad(fn):
+    eager = fn(THETA, KEY)
+    for a, b in zip(jax.tree_util.tree_leaves(jax.jit(fn)(THETA, KEY)), jax.tree_util.tree_leaves(eager)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    keys = jax.random.split(KEY, 3)
+    batched = jax.vmap(fn, in_axes=(None, 0))(THETA, keys)
+    for i in range(3):
+        for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(fn(THETA, keys[i]))):
+            np.testing.assert_allclose(a[i], b, rtol=1e-10, atol=1e-12)
+
+    def scalar(t):
+        return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(fn(t, KEY)) if leaf.dtype.kind == "f")
+
+    g = jax.grad(scalar)(THETA)
+    v = jnp.array([0.5, -0.2, 0.3])
+    fd = (scalar(THETA + 1e-6 * v) - scalar(THETA - 1e-6 * v)) / 2e-6
+    assert float(relative_error(g @ v, fd)) < 1e-6
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, float("nan")])
+def test_non_positive_sigma_is_rejected(sigma):
+    for est in (fobg, zobg):
+        with pytest.raises(ValueError, match=f"{est.__name__}: sigma .* must be positive and finite"):
+            est(quadratic, THETA, KEY, sigma=sigma, n_samples=10)
+
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.5])
+def test_alpha_outside_unit_interval_is_rejected(alpha):
+    with pytest.raises(ValueError, match=r"aobg: alpha must lie in \[0, 1\]"):
+        aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=10, alpha=alpha)
+
+
+def test_other_bad_inputs_name_the_problem():
+    with pytest.raises(ValueError, match="zobg: n_samples must be a Python int >= 2"):
+        zobg(quadratic, THETA, KEY, sigma=0.3, n_samples=1)
+    with pytest.raises(ValueError, match="fobg: loss_fn must return a scalar, got shape"):
+        fobg(lambda t: t, THETA, KEY, sigma=0.3, n_samples=10)
+    with pytest.raises(ValueError, match="zobg: key must be one PRNG key"):
+        zobg(quadratic, THETA, jax.random.split(KEY, 3), sigma=0.3, n_samples=10)
+    with pytest.raises(ValueError, match="adaptive_aobg: gamma must lie in"):
+        adaptive_aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=10, gamma=-1.0)
+    with pytest.raises(ValueError, match="adaptive_aobg: delta must lie in"):
+        adaptive_aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=10, gamma=1.0, delta=1.5)
