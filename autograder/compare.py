@@ -118,7 +118,8 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         flat_e, flat_g = exp.ravel(), got.ravel()
         mask = np.abs(flat_e) > 1e-12 * scale
         ratios = flat_g[mask] / flat_e[mask]
-        if ratios.size and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
+        # a constant ratio only means something when several entries share it
+        if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
             reason = f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
     detail = f"相对误差 {err:.2e}，允许 {tol:.1e}。"
     return Verdict(False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。"), err)

@@ -8,6 +8,7 @@ and expected values are never printed.
 from __future__ import annotations
 
 import traceback
+import warnings
 
 from autograder.compare import compare
 from autograder.data import load, to_inputs
@@ -37,7 +38,10 @@ def grade(exercise: str, name: str, student_fn) -> float:
             lines.append(f"{where}：`{name}` 不是函数。")
             continue
         try:
-            result = student_fn(**to_inputs(case["inputs"]))
+            # nbgrader gives zero to a graded cell that writes to stderr: keep warnings out of it
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = student_fn(**to_inputs(case["inputs"]))
         except NotImplementedError:
             lines.append(f"{where}：`{name}` 还没有实现（抛出了 NotImplementedError）。")
             continue

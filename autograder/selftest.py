@@ -73,13 +73,14 @@ def run_section(section: str, course_dir: Path) -> SectionReport:
     for student, replacements_by_nb in students.items():
         folder = course_dir / "submitted" / student / section
         folder.mkdir(parents=True, exist_ok=True)
-        for exercise in sources:
+        # A wrong-answer student hands in only the notebook its answer belongs to.
+        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
             release_nb = nbformat.read(release / f"{exercise}.ipynb", as_version=4)
             nbformat.write(make_submission(release_nb, replacements_by_nb.get(exercise, {})), folder / f"{exercise}.ipynb")
     nbgrader(["autograde", section, "--force"], course_dir)
     report = SectionReport(section, gradebook_scores(course_dir, section))
-    for student in students:
-        for exercise in sources:
+    for student, replacements_by_nb in students.items():
+        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
             path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
             report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
     return report
