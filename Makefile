@@ -34,6 +34,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(RUN) $(BIN)/python benchmarks/run.py
+	$(RUN) $(BIN)/python benchmarks/run_contact.py
 
 bench-gpu:
 	bash benchmarks/run_gpu.sh

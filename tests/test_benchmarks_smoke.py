@@ -62,3 +62,11 @@ def test_quick_benchmarks(tmp_path):
     assert benches["vs_diffrax"]["measured"]["max_rel_err_grad"] <= 1e-8
     assert benches["vs_diffrax"]["measured"]["diffrax_num_steps"] == benches["vs_diffrax"]["config"]["steps"]
     assert len(doc["table"]) >= 4
+
+
+def test_quick_contact_benchmarks():
+    """benchmarks/run_contact.py --quick: IFT and unrolled solver gradients agree, rollouts stay finite."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "run_contact.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"run_contact.py --quick failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    assert "all checks passed" in proc.stdout
