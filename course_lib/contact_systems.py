@@ -225,6 +225,19 @@ class SlidingBlockParams(NamedTuple):
     kappa: float = 0.0
 
 
+def _translating_body_step(x, p, force, Jn, Jt, phi, mu, h, solver_options):
+    """One velocity-level complementarity step of a translating planar body ``x = (s, z, vs, vz)``,
+    then :math:`q^+ = q + h v^+`; returns ``(x_next, ContactRecord)``."""
+    q, v = x[:2], x[2:]
+    M = p.mass * jnp.eye(2, dtype=x.dtype)
+    v_next, sol = complementarity_step(v, M, force, Jn, Jt, phi, mu, h, p.kappa, **solver_options)
+    return jnp.concatenate([q + h * v_next, v_next]), _hard_record(sol, phi, h)
+
+
+def _translating_body_energy(x, p):
+    return 0.5 * p.mass * (x[2] ** 2 + x[3] ** 2) + p.mass * p.gravity * x[1]
+
+
 def sliding_block_step(
     h,
     *,
@@ -253,32 +266,26 @@ def sliding_block_step(
     """
     owner = "sliding_block_step"
     check_positive_step(h, owner)
+    solver_options = dict(gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient)
 
     def step(x, u, p: SlidingBlockParams):
         check_vector(x, 4, "state x", owner)
         check_vector(u, 1, "input u", owner)
         _check_positive(p.mass, "mass", owner)
         _check_nonnegative(p.friction, "friction coefficient mu", owner)
-        q, v = x[:2], x[2:]
         dtype = x.dtype
-        M = p.mass * jnp.eye(2, dtype=dtype)
         force = jnp.stack([u[0], -p.mass * p.gravity]).astype(dtype)
         Jn = jnp.array([[0.0, 1.0]], dtype)
         Jt = jnp.array([[1.0, 0.0]], dtype)
-        phi = q[1:2]
         mu = jnp.reshape(jnp.asarray(p.friction, dtype), (1,))
-        v_next, sol = complementarity_step(
-            v, M, force, Jn, Jt, phi, mu, h, p.kappa,
-            gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient,
-        )
-        return jnp.concatenate([q + h * v_next, v_next]), _hard_record(sol, phi, h)
+        return _translating_body_step(x, p, force, Jn, Jt, x[1:2], mu, h, solver_options)
 
     return _finish(step, with_record)
 
 
 def sliding_block_energy(x, p: SlidingBlockParams):
     r""":math:`\tfrac12 m |v|^2 + m g z`."""
-    return 0.5 * p.mass * (x[2] ** 2 + x[3] ** 2) + p.mass * p.gravity * x[1]
+    return _translating_body_energy(x, p)
 
 
 # --- box pushed against a wall ------------------------------------------------------------------
@@ -331,6 +338,7 @@ def box_wall_step(
     """
     owner = "box_wall_step"
     check_positive_step(h, owner)
+    solver_options = dict(gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient)
 
     def step(x, u, p: BoxWallParams):
         check_vector(x, 4, "state x", owner)
@@ -338,26 +346,20 @@ def box_wall_step(
         _check_positive(p.mass, "mass", owner)
         _check_nonnegative(p.floor_friction, "floor friction coefficient", owner)
         _check_nonnegative(p.wall_friction, "wall friction coefficient", owner)
-        q, v = x[:2], x[2:]
         dtype = x.dtype
-        M = p.mass * jnp.eye(2, dtype=dtype)
         force = (u + jnp.stack([0.0, -p.mass * p.gravity])).astype(dtype)
         Jn = jnp.array([[0.0, 1.0], [-1.0, 0.0]], dtype)
         Jt = jnp.array([[1.0, 0.0], [0.0, 1.0]], dtype)
-        phi = jnp.stack([q[1] - p.half_height, p.wall_position - q[0] - p.half_width])
+        phi = jnp.stack([x[1] - p.half_height, p.wall_position - x[0] - p.half_width])
         mu = jnp.stack([jnp.asarray(p.floor_friction, dtype), jnp.asarray(p.wall_friction, dtype)])
-        v_next, sol = complementarity_step(
-            v, M, force, Jn, Jt, phi, mu, h, p.kappa,
-            gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient,
-        )
-        return jnp.concatenate([q + h * v_next, v_next]), _hard_record(sol, phi, h)
+        return _translating_body_step(x, p, force, Jn, Jt, phi, mu, h, solver_options)
 
     return _finish(step, with_record)
 
 
 def box_wall_energy(x, p: BoxWallParams):
     r""":math:`\tfrac12 m |v|^2 + m g p_z`."""
-    return 0.5 * p.mass * (x[2] ** 2 + x[3] ** 2) + p.mass * p.gravity * x[1]
+    return _translating_body_energy(x, p)
 
 
 # --- planar point-foot hopper -------------------------------------------------------------------
