@@ -17,6 +17,7 @@ help:
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml"
 	@echo "make clean     remove build outputs (keeps the venv)"
+	@echo "instructors:   make regenerate | release | grade | feedback | grades | selftest (see README)"
 
 venv: $(STAMP)
 
