@@ -149,9 +149,13 @@ def hard_ball_step(h, *, with_record: bool = False):
     return _finish(step, with_record)
 
 
+def _ball_energy(x, p):
+    return p.mass * p.gravity * x[0] + 0.5 * p.mass * x[1] ** 2
+
+
 def hard_ball_energy(x, p: HardBallParams):
     r""":math:`m g y + \tfrac12 m v^2`."""
-    return p.mass * p.gravity * x[0] + 0.5 * p.mass * x[1] ** 2
+    return _ball_energy(x, p)
 
 
 # --- 1-D bouncing ball, soft --------------------------------------------------------------------
@@ -210,7 +214,7 @@ def soft_ball_step(h, law: str = "penalty", integrator: str = "semi_implicit_eul
 
 def soft_ball_energy(x, p: SoftBallParams):
     r""":math:`m g y + \tfrac12 m v^2` (the energy stored in the ground spring is not included)."""
-    return p.mass * p.gravity * x[0] + 0.5 * p.mass * x[1] ** 2
+    return _ball_energy(x, p)
 
 
 # --- block sliding on the ground with Coulomb friction ------------------------------------------
