@@ -69,7 +69,8 @@ def _rel_error(a, b, scale):
     return float(np.max(np.abs(a - b)) / scale) if a.size else 0.0
 
 
-def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None) -> Verdict:
+def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None,
+            rtol: float | None = None) -> Verdict:
     """Compare ``student`` with ``expected`` (arrays or scalars) and explain a mismatch.
 
     Args:
@@ -78,6 +79,8 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         kind: ``"exact"``, ``"finite_difference"`` or ``"loose"`` (sets the tolerance).
         mistakes: optional ``{name: value}`` of results a known mistake would give; names
             are keys of :data:`MISTAKE_MESSAGES`.
+        rtol: relative tolerance (to the reference's largest magnitude) replacing the one
+            ``kind`` implies; for results that are only stable within a band.
     """
     exp = np.asarray(expected, dtype=np.float64)
     got, problem = _as_array(student)
@@ -96,7 +99,7 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：检查除零、对负数开方、或发散的仿真。")
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
-    tol = tolerance(got_dtype, kind)
+    tol = tolerance(got_dtype, kind) if rtol is None else float(rtol)
     err = _rel_error(got, exp, scale)
     if err <= tol:
         return Verdict(True, "", err)

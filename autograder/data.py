@@ -72,6 +72,18 @@ def load(exercise: str, data_dir: Path = DATA_DIR) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _from_json(value):
+    if isinstance(value, dict):
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return np.asarray(value, dtype=np.float64)
+    return value
+
+
 def to_inputs(raw: dict) -> dict:
-    """JSON inputs back to what student functions receive (lists become float64 arrays)."""
-    return {k: (np.asarray(v, dtype=np.float64) if isinstance(v, list) else v) for k, v in raw.items()}
+    """JSON inputs back to what student functions receive.
+
+    Lists become float64 arrays; a dict input (e.g. named parameters) stays a dict whose
+    lists become arrays. Integers and strings pass through.
+    """
+    return {k: _from_json(v) for k, v in raw.items()}

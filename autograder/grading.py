@@ -30,6 +30,7 @@ def grade(exercise: str, name: str, student_fn) -> float:
     cases = spec["cases"]
     labels = [o.label for o in check.outputs]
     kinds = [o.kind for o in check.outputs]
+    rtols = [o.rtol for o in check.outputs]
     passed = 0
     lines = []
     for i, case in enumerate(cases, start=1):
@@ -54,9 +55,9 @@ def grade(exercise: str, name: str, student_fn) -> float:
             lines.append(f"{where}：`{name}` 应返回 {len(labels)} 个值（{', '.join(labels)}）。")
             continue
         ok = True
-        for j, (label, kind, got) in enumerate(zip(labels, kinds, parts)):
+        for j, (label, kind, rtol, got) in enumerate(zip(labels, kinds, rtols, parts)):
             mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
-            verdict = compare(got, case["expected"][j], kind=kind, mistakes=mistakes)
+            verdict = compare(got, case["expected"][j], kind=kind, mistakes=mistakes, rtol=rtol)
             if not verdict.passed:
                 ok = False
                 lines.append(f"{where}，{label}：{verdict.message}")

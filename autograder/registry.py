@@ -19,6 +19,7 @@ class Output:
 
     label: str  # Chinese name shown in feedback, e.g. "梯度"
     kind: str = "exact"  # see autograder.compare.KINDS
+    rtol: float | None = None  # overrides the kind's tolerance, e.g. a band justified by the reference run
 
 
 @dataclass(frozen=True)
