@@ -15,6 +15,7 @@ from tqdm import tqdm
 from autograder import data, sources
 from autograder.nbgrader_run import nbgrader
 from autograder.reference import SECTIONS, WRONG_ANSWERS
+from autograder.registry import all_checks
 from autograder.release_scan import scan_release
 from autograder.selftest import run_section, scratch_course
 
@@ -35,7 +36,9 @@ def cmd_build(args):
 
 
 def cmd_regenerate(args):
-    for path in data.regenerate():
+    sections = _sections(args)
+    exercises = sorted({c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)})
+    for path in (data.regenerate(exercises) if exercises else []):  # a written-only section has no data
         print(f"wrote {path.relative_to(COURSE.parent)}")
     cmd_build(args)
 
