@@ -4,6 +4,13 @@ Sources are MyST markdown (``source/<section>/<exercise>.md``, readable diffs);
 ``python -m autograder build`` turns them into the ``.ipynb`` files nbgrader reads.
 """
 
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,
+)
+
+from autograder.nbgrader_ext import SafeExecute
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "s04_diffsim"
@@ -16,3 +23,12 @@ c.ClearSolutions.text_stub = "（在这里写下你的回答）"
 # Per-cell limit while grading; JAX compiles on first call, so leave room for it.
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
+# nbgrader's autograde pipeline with Execute replaced: a kernel that dies (os._exit, segfault,
+# memory limit) costs the cells after it, not the whole submission (see autograder/nbgrader_ext.py).
+c.Autograde.autograde_preprocessors = [
+    SafeExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
+    CheckCellMetadata,
+]
+# Flooded output is cut to this many lines per cell (nbgrader's LimitOutput).
+c.LimitOutput.max_lines = 200
+c.LimitOutput.max_traceback = 50

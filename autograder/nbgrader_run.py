@@ -7,30 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def jax_cache_env(course_dir: Path) -> dict:
-    """Environment that makes grading kernels share XLA's persistent compilation cache.
-
-    XLA compilation is most of a notebook's grading time (see benchmarks/run_grading.py);
-    with the cache, a program already compiled for an earlier submission (course_lib code,
-    the locked setup cells, identical answers) is loaded instead of compiled again. The
-    cache lives in the course folder, so one class shares it and nothing leaks between courses.
-    """
-    return {
-        "JAX_COMPILATION_CACHE_DIR": str(Path(course_dir).resolve() / ".jax_cache"),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",  # small programs add up: cache them all
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    }
+from autograder.limits import grading_env
 
 
 def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run ``nbgrader <args>`` in ``course_dir``; raise with nbgrader's log if it fails.
 
     The interpreter's ``bin/`` goes first on PATH because nbgrader calls ``alembic`` by name;
-    kernels started by nbgrader inherit :func:`jax_cache_env`.
+    kernels started by nbgrader run under :func:`autograder.limits.grading_env`.
     """
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, **jax_cache_env(course_dir), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, **grading_env(course_dir), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
         [os.path.join(bin_dir, "nbgrader"), *args], cwd=course_dir, env=env,
         capture_output=True, text=True, timeout=timeout,

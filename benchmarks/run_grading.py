@@ -7,7 +7,7 @@ who answers everything, so every graded check runs to the end) and measures:
 1. ``nbgrader autograde <section>`` for that one student, wall clock (what an instructor waits
    for: nbgrader start-up, gradebook, one kernel per notebook), first with an empty XLA
    compilation cache, then again with the cache that first run filled (the autograder shares
-   one persistent cache per course: ``autograder.nbgrader_run.jax_cache_env``);
+   one persistent cache per course: ``autograder.limits.grading_env``);
 2. per notebook, the same submitted notebook executed by nbclient (the executor nbgrader
    uses) with JAX's monitoring hooks installed in the kernel: kernel start-up, importing JAX,
    JAX tracing + lowering, XLA backend compilation, and the rest (running the code, grading),
@@ -38,7 +38,8 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.nbgrader_run import jax_cache_env, nbgrader  # noqa: E402
+from autograder.limits import grading_env
+from autograder.nbgrader_run import nbgrader  # noqa: E402
 from autograder.reference import SECTIONS  # noqa: E402
 from autograder.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
 from autograder.sources import build_all  # noqa: E402
@@ -119,7 +120,7 @@ def run(sections) -> dict:
                 nbgrader(["autograde", section, "--student", "student", "--force"], course)
                 autograde_s[cache] = time.perf_counter() - start
             notebooks = {
-                exercise: {"no_cache": profile_notebook(path), "warm_cache": profile_notebook(path, jax_cache_env(course))}
+                exercise: {"no_cache": profile_notebook(path), "warm_cache": profile_notebook(path, grading_env(course))}
                 for exercise, path in submitted.items()
             }
         results[section] = {"nbgrader_autograde_s": autograde_s, "notebooks": notebooks}

@@ -1,0 +1,57 @@
+"""Limits every grading kernel runs under, and the environment nbgrader is started with.
+
+* time: nbgrader's per-cell timeout (``Execute.timeout``, set in ``assignments/nbgrader_config.py``)
+  plus a per-submission wall-clock limit enforced by :mod:`autograder.classrun`;
+* memory and file size: a kernelspec named ``python3`` written into the course folder whose
+  launcher applies RLIMIT_AS / RLIMIT_FSIZE (:mod:`autograder.kernel_launcher`). It shadows the
+  ordinary ``python3`` kernel because its folder comes first on ``JUPYTER_PATH``;
+* compilation: all kernels share XLA's persistent compilation cache, so JAX compile time is paid
+  once per program, not once per student (it must never be what trips a time limit).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 4 * 2**30  # address space; JAX on CPU grades comfortably within 3 GiB
+    file_bytes: int = 64 * 2**20  # largest file a kernel may write
+    submission_timeout_s: float = 900.0  # one student's whole section, all notebooks
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def install_grading_kernel(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> Path:
+    """Write the limited ``python3`` kernelspec under ``<course>/.grading/jupyter``; returns that folder."""
+    root = Path(course_dir).resolve() / ".grading" / "jupyter"
+    spec_dir = root / "kernels" / "python3"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "autograder.kernel_launcher",
+                 "--memory-bytes", str(limits.memory_bytes), "--file-bytes", str(limits.file_bytes),
+                 "-f", "{connection_file}"],
+        "display_name": "Python 3 (grading, limited)",
+        "language": "python",
+    }
+    text = json.dumps(spec, indent=1) + "\n"
+    path = spec_dir / "kernel.json"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return root
+
+
+def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """Environment variables for nbgrader runs on ``course_dir`` (limited kernel, shared XLA cache)."""
+    course = Path(course_dir).resolve()
+    return {
+        "JUPYTER_PATH": str(install_grading_kernel(course, limits)),
+        "JAX_COMPILATION_CACHE_DIR": str(course / ".jax_cache"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",  # small programs add up: cache them all
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
