@@ -1,0 +1,143 @@
+"""Reader-facing features of the course book that Jupyter Book does not provide on its own.
+
+* Chinese search: Sphinx's ``zh`` indexer segments text with jieba. jieba's general dictionary
+  splits course terms such as 隐式欧拉 or 伴随法 into their parts, and Sphinx's search page only
+  matches whole index terms (or, for queries of three characters or more, terms that contain the
+  query). ``search_terms.txt`` next to this file is loaded as jieba's user dictionary, so those
+  compounds become index terms of their own while their parts (隐式, 欧拉, 伴随) stay searchable.
+  The browser cannot run jieba, and Sphinx's default query splitter keeps a run of Chinese
+  characters as one word, so a query such as 隐式欧拉的导数 would match nothing; the splitter below
+  cuts such a run into the longest words that the index itself contains.
+* Notebook download: sphinx-book-theme only offers a MyST page as ``.ipynb`` when a launch
+  service (Binder, JupyterHub, Colab) is configured. Every page with code cells here gets its
+  executed notebook (outputs included) copied to ``_sources/<page>.ipynb`` and listed in the
+  theme's download menu, with or without a launch service.
+* One copy of each inline script: Sphinx 7.4 puts an inline script that an extension adds after
+  the builder started (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
+  selector) into every page twice; the second ``const`` declaration is a SyntaxError in the
+  browser console of every page.
+* ``static/course_reader.css``: small style fixes found by looking at the pages on a phone.
+"""
+
+from __future__ import annotations
+
+import logging as _logging
+from pathlib import Path
+
+import nbformat
+from sphinx.search.zh import JIEBA, SearchChinese
+from sphinx.util import logging
+
+if JIEBA:
+    import jieba
+
+LOGGER = logging.getLogger(__name__)
+SEARCH_TERMS = Path(__file__).with_name("search_terms.txt")
+STATIC = Path(__file__).with_name("static")
+
+
+# Query splitter for the search page (replaces Sphinx's default ``splitQuery``). A run of Chinese
+# characters that is not an index term is cut by forward maximum matching against the index's own
+# vocabulary; single characters that are not terms are dropped, since the indexer never stores them.
+SPLIT_QUERY_JS = r"""
+var splitQuery = (query) => {
+  const words = query
+    .split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)
+    .filter((term) => term);
+  const index = typeof Search !== "undefined" ? Search._index : null;
+  if (!index) return words;
+  const known = (w) => {
+    const key = w.toLowerCase();
+    return Object.prototype.hasOwnProperty.call(index.terms, key)
+      || Object.prototype.hasOwnProperty.call(index.titleterms, key);
+  };
+  const out = [];
+  for (const word of words) {
+    for (const run of word.split(/(\p{Script=Han}+)/u).filter((part) => part)) {
+      if (!/\p{Script=Han}/u.test(run) || known(run)) { out.push(run); continue; }
+      let start = 0;
+      while (start < run.length) {
+        let end = Math.min(run.length, start + 12);
+        while (end > start + 1 && !known(run.slice(start, end))) end--;
+        if (end > start + 1) out.push(run.slice(start, end));
+        start = end;
+      }
+    }
+  }
+  return out.length ? out : words;
+};
+"""
+
+
+class CourseChinese(SearchChinese):
+    """Sphinx's Chinese search with the course's term list and a vocabulary-aware query splitter."""
+
+    js_splitter_code = SPLIT_QUERY_JS
+
+    def init(self, options):
+        super().init(options)
+        if JIEBA:
+            jieba.setLogLevel(_logging.WARNING)  # silence its "Building prefix dict" chatter
+            jieba.load_userdict(str(SEARCH_TERMS))
+
+
+def _check_jieba(app, config):
+    if str(config.html_search_language or config.language or "").startswith("zh") and not JIEBA:
+        LOGGER.warning("jieba is not installed: Chinese text will not be searchable", type="course_reader")
+
+
+def _offer_notebook(app, pagename, templatename, context, doctree):
+    if doctree is None or "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    nb_config = app.env.mystnb_config
+    executed = Path(nb_config.output_folder) / f"{pagename}.ipynb"
+    if not executed.is_file():
+        LOGGER.warning(f"no executed notebook for {pagename} at {executed}", type="course_reader")
+        return
+    nb = nbformat.read(executed, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    if not code:
+        return  # a page without code gains nothing from a notebook
+    if nb_config.execution_mode == "cache" and not any(cell.outputs for cell in code):
+        # When a page's outputs come from the execution cache, MyST-NB 1.4 writes the notebook
+        # before it merges the cached outputs in; merge them the same way it does.
+        from jupyter_cache import get_cache
+
+        try:
+            _, nb = get_cache(nb_config.execution_cache_path).merge_match_into_notebook(nb)
+        except KeyError:
+            pass  # not in the cache (e.g. excluded from execution): offer it as it is
+    nb.metadata.pop("source_map", None)  # MyST-NB's internal bookkeeping
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def _one_copy_of_each_script(app, pagename, templatename, context, doctree):
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for script in scripts:
+        attributes = getattr(script, "attributes", {})
+        key = (getattr(script, "filename", str(script)) or "", tuple(sorted(attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    scripts[:] = unique  # the builder restores its own list after each page
+
+
+def _add_static(app):
+    app.config.html_static_path.append(str(STATIC))
+
+
+def setup(app):
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("course_reader.css")
+    app.add_search_language(CourseChinese)
+    app.connect("config-inited", _check_jieba)
+    # sphinx-book-theme builds its download menu at priority 501 and reads ``ipynb_source``.
+    app.connect("html-page-context", _offer_notebook, priority=500)
+    app.connect("html-page-context", _one_copy_of_each_script, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
