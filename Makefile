@@ -60,7 +60,7 @@ release: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder release
 
 grade: $(STAMP)
-	$(RUN) $(BIN)/python -m autograder autograde
+	$(RUN) $(BIN)/python -m autograder autograde --workers $(JOBS)
 
 feedback: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder feedback

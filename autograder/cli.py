@@ -10,9 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tqdm import tqdm
 
 from autograder import data, sources
+from autograder.classrun import grade_class, summary_lines
 from autograder.nbgrader_run import nbgrader
 from autograder.reference import SECTIONS, WRONG_ANSWERS
 from autograder.registry import all_checks
@@ -57,25 +57,13 @@ def cmd_release(args):
         raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
 
 
-def _submissions(section: str) -> list[str]:
-    root = COURSE / "submitted"
-    return sorted(p.name for p in root.iterdir() if (p / section).is_dir()) if root.is_dir() else []
-
-
 def cmd_autograde(args):
-    jobs = [(s, student) for s in _sections(args) for student in (args.student or _submissions(s))]
-    if not jobs:
+    results = grade_class(COURSE, _sections(args), workers=args.workers, students=args.student, force=args.force)
+    if not results:
         print("nothing to grade: assignments/submitted/<student>/<section>/ is empty")
         return
-    failures = []
-    for section, student in tqdm(jobs, desc="autograde", unit="submission"):
-        try:
-            nbgrader(["autograde", section, "--student", student] + (["--force"] if args.force else []), COURSE)
-        except RuntimeError as exc:  # one broken submission must not stop the class
-            failures.append((section, student, str(exc).splitlines()[0]))
-    for section, student, why in failures:
-        print(f"FAILED {student}/{section}: {why}", file=sys.stderr)
-    print(f"graded {len(jobs) - len(failures)}/{len(jobs)} submissions")
+    for line in summary_lines(COURSE, results):
+        print(line)
 
 
 def cmd_feedback(args):
@@ -123,7 +111,7 @@ def main(argv=None):
         ("build", cmd_build, "turn source .md files into the .ipynb files nbgrader reads"),
         ("regenerate", cmd_regenerate, "recompute reference data from the reference solutions, then build"),
         ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
-        ("autograde", cmd_autograde, "autograde every submission in assignments/submitted/ (progress bar)"),
+        ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
         ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
         ("export", cmd_export, "export all grades to a CSV file"),
         ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
@@ -137,6 +125,7 @@ def main(argv=None):
         if name == "autograde":
             p.add_argument("--student", action="append", help="only this student (repeatable)")
             p.add_argument("--force", action="store_true", help="regrade submissions already graded")
+            p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
     args = parser.parse_args(argv)
     args.fn(args)
 

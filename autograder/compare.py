@@ -16,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-KINDS = ("exact", "finite_difference", "loose")
+KINDS = ("exact", "finite_difference", "loose", "integer")
 
 #: Chinese explanation of each named mistake a check can recognise.
 MISTAKE_MESSAGES = {
@@ -43,7 +43,7 @@ def tolerance(dtype, kind: str) -> float:
     if kind not in KINDS:
         raise ValueError(f"unknown comparison kind {kind!r}; valid: {', '.join(KINDS)}")
     eps = float(np.finfo(dtype if np.issubdtype(dtype, np.floating) else np.float64).eps)
-    return {"exact": 1e4 * eps, "finite_difference": 1e3 * np.sqrt(eps), "loose": 1e-3}[kind]
+    return {"exact": 1e4 * eps, "finite_difference": 1e3 * np.sqrt(eps), "loose": 1e-3, "integer": 0.0}[kind]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
     Args:
         student: the student's value.
         expected: the reference value.
-        kind: ``"exact"``, ``"finite_difference"`` or ``"loose"`` (sets the tolerance).
+        kind: ``"exact"``, ``"finite_difference"``, ``"loose"`` (sets the tolerance) or
+            ``"integer"`` (ids, modes, counts: exact equality, no float diagnoses).
         mistakes: optional ``{name: value}`` of results a known mistake would give; names
             are keys of :data:`MISTAKE_MESSAGES`.
         rtol: relative tolerance (to the reference's largest magnitude) replacing the one
@@ -97,6 +98,12 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
     if not np.all(np.isfinite(got)):
         n_bad = int(np.sum(~np.isfinite(got)))
         return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：检查除零、对负数开方、或发散的仿真。")
+
+    if kind == "integer":  # ids, modes, counts: equal or not; the float diagnoses would mislead
+        wrong = int(np.sum(got != exp))
+        if wrong == 0:
+            return Verdict(True, "", 0.0)
+        return Verdict(False, f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同。", float(wrong))
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
     tol = tolerance(got_dtype, kind) if rtol is None else float(rtol)

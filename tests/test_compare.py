@@ -68,3 +68,11 @@ def test_to_inputs_turns_json_lists_into_float64_arrays_recursively():
     assert inputs["x"].dtype == np.float64 and inputs["x"].shape == (2,)
     assert inputs["params"]["mass"].dtype == np.float64 and inputs["params"]["n"] == 3
     assert inputs["name"] == "ball" and inputs["steps"] == 4
+
+
+def test_integer_kind_counts_mismatches_without_float_diagnoses():
+    ref = np.array([1, 0, 2])
+    assert compare(np.array([1, 0, 2]), ref, kind="integer").passed
+    verdict = compare(np.array([0, 0, 0]), ref, kind="integer")
+    assert not verdict.passed and "2/3" in verdict.message and "全为零" not in verdict.message
+    assert not compare(np.array([-1, 0, -2]), ref, kind="integer").message.count("负号")

@@ -165,7 +165,7 @@ register(
     Check(
         "s04_4_ex1", "ball_step", 3.0, _ball_cases,
         reference=ball_step,
-        outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "exact")),
+        outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "integer")),
         mistakes={
             "s044_naive_flip_end": _naive_flip_end,
             "s044_naive_semi_implicit": _naive_semi_implicit,
@@ -358,10 +358,10 @@ register(
         "s04_4_ex3", "log_step", 6.0, _log_cases,
         reference=log_step,
         outputs=(
-            Output("模式切换的接触编号 contact_ids", "exact"),
+            Output("模式切换的接触编号 contact_ids", "integer"),
             Output("法向力 normal_force", "exact"),
             Output("切向/法向比值 ratio", "exact"),
-            Output("接触模式 mode", "exact"),
+            Output("接触模式 mode", "integer"),
             Output("梯度范数 grad_norm", "exact"),
         ),
         mistakes={

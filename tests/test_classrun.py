@@ -1,0 +1,126 @@
+"""Grading a class: parallel, resumable after SIGKILL, deterministic, and robust to malformed notebooks.
+
+A small class hands in ``s04_1_ex1``: an honest full answer, a blank, a typical wrong
+answer, and four malformed notebooks. It is graded once without interruption (course A)
+and once killed with SIGKILL as soon as the first submission is recorded, then resumed
+(course B). Both runs go through the real ``nbgrader autograde`` with two workers.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.classrun import fingerprint, grade_class, read_ledger
+from autograder.nbgrader_run import gradebook_scores, nbgrader
+from autograder.reference import WRONG_ANSWERS
+from autograder.selftest import _solution_sources, graded_cell_text, make_submission, scratch_course
+from autograder.sources import build_all
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION, EXERCISE = "s04_1", "s04_1_ex1"
+
+
+def _make_class(course: Path) -> None:
+    build_all(course, sections=[SECTION])
+    nbgrader(["generate_assignment", SECTION, "--force"], course)
+    release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
+    source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
+    notebooks = {
+        "honest": make_submission(release_nb, _solution_sources(source_nb)),
+        "blank": make_submission(release_nb, {}),
+        "wrong": make_submission(release_nb, WRONG_ANSWERS[EXERCISE][0].cells),
+    }
+    no_meta = make_submission(release_nb, _solution_sources(source_nb))
+    for cell in no_meta.cells:
+        cell.metadata.pop("nbgrader", None)
+    notebooks["no-metadata"] = no_meta
+    dup = make_submission(release_nb, _solution_sources(source_nb))
+    dup.cells.append(nbformat.from_dict(json.loads(json.dumps(dup.cells[-1]))))  # same id twice
+    notebooks["duplicate-ids"] = dup
+    kernel = make_submission(release_nb, _solution_sources(source_nb))
+    kernel.metadata["kernelspec"] = {"name": "julia-1.9", "display_name": "Julia", "language": "julia"}
+    notebooks["wrong-kernel"] = kernel
+    for student, nb in notebooks.items():
+        folder = course / "submitted" / student / SECTION
+        folder.mkdir(parents=True)
+        path = folder / f"{EXERCISE}.ipynb"
+        if student == "duplicate-ids":
+            path.write_text(json.dumps(nb, ensure_ascii=False))  # nbformat.write would refuse duplicate ids
+        else:
+            nbformat.write(nb, path)
+    bad = course / "submitted" / "bad-json" / SECTION
+    bad.mkdir(parents=True)
+    (bad / f"{EXERCISE}.ipynb").write_text('{"cells": [', encoding="utf-8")
+
+
+def _feedback(course: Path) -> dict:
+    out = {}
+    for path in sorted((course / "autograded").glob(f"*/{SECTION}/{EXERCISE}.ipynb")):
+        out[path.parts[-3]] = graded_cell_text(nbformat.read(path, as_version=4))
+    return out
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    course = scratch_course(tmp_path_factory.mktemp("class_a") / "course", ROOT / "assignments")
+    _make_class(course)
+    results = grade_class(course, [SECTION], workers=2, progress=False)
+    return course, {r.student: r for r in results}
+
+
+def test_class_run_survives_malformed_notebooks(uninterrupted):
+    course, results = uninterrupted
+    assert results["bad-json"].status == "failed"
+    assert "JSON" in results["bad-json"].error
+    assert results["duplicate-ids"].status == "failed" and "复制" in results["duplicate-ids"].error
+    scores = gradebook_scores(course, SECTION)
+    honest, total = scores["honest"][EXERCISE]["auto"]
+    assert honest == total > 0
+    assert scores["blank"][EXERCISE]["auto"][0] == 0
+    assert scores["wrong"][EXERCISE]["auto"][0] < total
+    # metadata stripped: graded (nbgrader matches cells to the source) or failed with a reason, never full marks
+    assert results["no-metadata"].status == "graded" or results["no-metadata"].error
+    assert scores.get("no-metadata", {}).get(EXERCISE, {"auto": (0, 0)})["auto"][0] < total
+    for student in ("honest", "blank", "wrong", "wrong-kernel"):
+        assert results[student].status == "graded", (student, results[student].error)
+
+
+def test_rerun_skips_what_was_graded(uninterrupted):
+    course, _ = uninterrupted
+    again = {r.student: r for r in grade_class(course, [SECTION], workers=2, progress=False)}
+    assert again["honest"].status == "skipped"
+    assert again["bad-json"].status == "failed"  # failures are tried again
+    entry = read_ledger(course, SECTION, "honest")
+    assert entry["fingerprint"] == fingerprint(course / "submitted" / "honest" / SECTION)
+
+
+def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_path):
+    course_a, _ = uninterrupted
+    course_b = scratch_course(tmp_path / "course", ROOT / "assignments")
+    _make_class(course_b)
+    script = ("import sys; from pathlib import Path; from autograder.classrun import grade_class; "
+              f"grade_class(Path(sys.argv[1]), [{SECTION!r}], workers=2, progress=False)")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(course_b)], env={**os.environ})
+    ledger = course_b / ".grading" / "ledger" / SECTION
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ledger.is_dir() and any(ledger.glob("*.json")):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the class run finished before it could be killed; grow the class"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    graded_before = {p.stem for p in ledger.glob("*.json")}
+    assert 0 < len(graded_before) < 7
+
+    resumed = {r.student: r for r in grade_class(course_b, [SECTION], workers=2, progress=False)}
+    assert {s for s, r in resumed.items() if r.status == "skipped"} <= graded_before
+    assert gradebook_scores(course_b, SECTION) == gradebook_scores(course_a, SECTION)
+    assert _feedback(course_b) == _feedback(course_a)  # same submission, same score and feedback
