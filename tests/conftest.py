@@ -1,5 +1,41 @@
-"""All library tests run in float64: gradient checks are meaningless in float32 (S04.8.2)."""
+"""Shared fixtures.
+
+All library tests run in float64: gradient checks are meaningless in float32 (S04.8.2).
+
+``built_book`` builds the executable book once per test session with the real jupyter-book
+(execution on, warnings fatal); the tests that read it (tests/test_book.py, tests/test_browser.py)
+carry ``@pytest.mark.xdist_group("book")`` so that under ``pytest -n 2 --dist loadgroup`` they all
+run on the worker that built it. For local work on those tests only, ``S04_BOOK_HTML=<dir>`` points
+the fixture at an existing ``_build/html`` instead of building (make test never sets it).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
+import pytest
 
 jax.config.update("jax_enable_x64", True)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory):
+    prebuilt = os.environ.get("S04_BOOK_HTML")
+    if prebuilt:
+        html = Path(prebuilt).resolve()
+        assert (html / "book" / "index.html").is_file(), f"S04_BOOK_HTML={prebuilt} is not a built book"
+        return html
+    out = tmp_path_factory.mktemp("book")
+    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(
+        [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
+        capture_output=True, text=True, env=env, timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
+    return out / "_build" / "html"

@@ -1,27 +1,19 @@
-"""Build the executable book once with the real jupyter-book (execution on, warnings fatal)."""
+"""The executable book, built once per session by the ``built_book`` fixture (tests/conftest.py).
 
-import os
-import shutil
-import subprocess
-import sys
+What a reader sees in a browser is tested in tests/test_browser.py; the checks here read the
+built files directly.
+"""
+
+import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlparse
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
-    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(
-        [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, env=env, timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
-    return out / "_build" / "html"
 
 
 @pytest.mark.xdist_group("book")
@@ -30,3 +22,121 @@ def test_index_page_shows_executed_course_lib_output(built_book):
     assert "cell_output" in html
     assert "[-0.2  -0.19 -0.18 -0.17 -0.16]" in html  # printed by the executed cell
     assert "CC BY 4.0" in html
+
+
+class _AssetCollector(HTMLParser):
+    """URLs a browser fetches while loading a page (not the links a reader may click)."""
+
+    def __init__(self):
+        super().__init__()
+        self.assets = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in ("script", "img", "iframe", "source", "video", "audio", "embed") and attrs.get("src"):
+            self.assets.append(attrs["src"])
+        if tag == "link" and attrs.get("href") and not {"next", "prev", "index", "search", "canonical"} & set(
+            (attrs.get("rel") or "").split()
+        ):
+            self.assets.append(attrs["href"])
+        if tag == "object" and attrs.get("data"):
+            self.assets.append(attrs["data"])
+
+
+def _is_remote(url):
+    parsed = urlparse(url)
+    return url.startswith("//") or (parsed.scheme in ("http", "https") and parsed.hostname not in ("localhost", "127.0.0.1"))
+
+
+@pytest.mark.xdist_group("book")
+def test_no_page_loads_anything_from_the_network(built_book):
+    """No CDN: every script, style sheet, font and image comes from the built book itself."""
+    remote = {}
+    for page in sorted(built_book.rglob("*.html")):
+        collector = _AssetCollector()
+        collector.feed(page.read_text(encoding="utf-8"))
+        found = [url for url in collector.assets if _is_remote(url)]
+        if found:
+            remote[str(page.relative_to(built_book))] = found
+    for sheet in sorted(built_book.joinpath("_static").rglob("*.css")):
+        text = sheet.read_text(encoding="utf-8", errors="replace")
+        found = [u for u in re.findall(r"""(?:url\(\s*['"]?|@import\s+['"])([^'")\s]+)""", text) if _is_remote(u)]
+        if found:
+            remote[str(sheet.relative_to(built_book))] = found
+    assert not remote, f"assets loaded from outside the book: {remote}"
+    # MathJax is the usual CDN dependency; it has to be bundled, fonts included.
+    mathjax = built_book / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file()
+    assert list(mathjax.glob("output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"))
+    index = (built_book / "book" / "s04_3.html").read_text(encoding="utf-8")
+    assert re.search(r'<script[^>]+src="\.\./_static/mathjax/tex-chtml\.js', index)
+
+
+def _search_index(built_book):
+    text = (built_book / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])
+
+
+def _pages_with_term(index, term):
+    pages = set()
+    for mapping in (index["terms"], index["titleterms"]):
+        hits = mapping.get(term, [])
+        pages |= {index["docnames"][i] for i in ([hits] if isinstance(hits, int) else hits)}
+    return pages
+
+
+# Chinese course terms and pages that must be found for them. Extend when the pages land:
+# S04.5 (互补约束), S04.7 (伴随法) -- see the report of the browser-test work.
+SEARCH_EXPECTATIONS = {
+    "伴随": {"book/s04_3", "book/s04_4"},
+    "伴随递推": {"book/s04_4"},
+    "隐式欧拉": {"book/s04_3"},
+    "隐式": {"book/s04_3"},
+    "欧拉": {"book/s04_3"},
+    "互补": {"book/s04_4"},
+    "互补条件": {"book/s04_0"},
+}
+
+
+@pytest.mark.xdist_group("book")
+def test_search_index_holds_chinese_course_terms(built_book):
+    """Sphinx's zh indexer with jieba and the course's term list (book/_ext/search_terms.txt)."""
+    index = _search_index(built_book)
+    for term, pages in SEARCH_EXPECTATIONS.items():
+        assert pages <= _pages_with_term(index, term), (term, sorted(_pages_with_term(index, term)))
+    # semi-implicit Euler is its own term and does not pass for implicit Euler
+    assert "book/s04_1" in _pages_with_term(index, "半隐式欧拉")
+
+
+@pytest.mark.xdist_group("book")
+def test_every_page_with_code_offers_its_executed_notebook(built_book):
+    for source in sorted((ROOT / "book").glob("*.md")):
+        page = built_book / "book" / f"{source.stem}.html"
+        if not page.is_file():
+            continue  # not in _toc.yml
+        html = page.read_text(encoding="utf-8")
+        has_code = "```{code-cell}" in source.read_text(encoding="utf-8")
+        link = f'href="../_sources/book/{source.stem}.ipynb"'
+        assert (link in html) == has_code, (source.name, has_code)
+        if has_code:
+            nb = nbformat.read(built_book / "_sources" / "book" / f"{source.stem}.ipynb", as_version=4)
+            nbformat.validate(nb)
+            code = [cell for cell in nb.cells if cell.cell_type == "code"]
+            assert code and any(cell.outputs for cell in code), source.name  # executed, outputs kept
+            assert "source_map" not in nb.metadata
+
+
+@pytest.mark.xdist_group("book")
+def test_downloaded_notebook_runs_from_the_book_folder(built_book):
+    """book/run_locally.md: a page's .ipynb from the download menu, saved into book/ of a clone,
+    runs with the venv's kernel (course_lib importable, book/diagrams.py found)."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(built_book / "_sources" / "book" / "s04_0.ipynb", as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert any("from diagrams import" in cell.source for cell in code)
+    shown = [[out.output_type for out in cell.outputs] for cell in code]
+    for cell in code:
+        cell.outputs, cell.execution_count = [], None
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}).execute()
+    assert [[out.output_type for out in cell.outputs] for cell in code] == shown

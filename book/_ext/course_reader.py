@@ -16,7 +16,9 @@
   the builder started (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
   selector) into every page twice; the second ``const`` declaration is a SyntaxError in the
   browser console of every page.
-* ``static/course_reader.css``: small style fixes found by looking at the pages on a phone.
+* ``static/course_reader.css``: small style fixes found by looking at the pages on a phone;
+  ``static/course_reader.js``: formulas in search-result snippets are typeset, not raw TeX (the
+  search page has no formulas of its own, so Sphinx would not load MathJax there).
 """
 
 from __future__ import annotations
@@ -128,6 +130,19 @@ def _one_copy_of_each_script(app, pagename, templatename, context, doctree):
     scripts[:] = unique  # the builder restores its own list after each page
 
 
+def _mathjax_on_search_page(app, pagename, templatename, context, doctree):
+    if pagename != "search" or getattr(app.builder, "math_renderer_name", None) != "mathjax":
+        return
+    from sphinx.ext.mathjax import install_mathjax
+
+    policy = app.registry.html_assets_policy
+    app.registry.html_assets_policy = "always"  # as if the page had equations
+    try:
+        install_mathjax(app, pagename, templatename, context, doctree)
+    finally:
+        app.registry.html_assets_policy = policy
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(STATIC))
 
@@ -135,9 +150,11 @@ def _add_static(app):
 def setup(app):
     app.connect("builder-inited", _add_static)
     app.add_css_file("course_reader.css")
+    app.add_js_file("course_reader.js")
     app.add_search_language(CourseChinese)
     app.connect("config-inited", _check_jieba)
     # sphinx-book-theme builds its download menu at priority 501 and reads ``ipynb_source``.
     app.connect("html-page-context", _offer_notebook, priority=500)
+    app.connect("html-page-context", _mathjax_on_search_page, priority=600)
     app.connect("html-page-context", _one_copy_of_each_script, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

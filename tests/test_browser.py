@@ -1,0 +1,427 @@
+"""The book as a reader sees it: the built HTML served on localhost and read by headless Chromium.
+
+The browser is Debian's ``chromium`` driven through Playwright (``executable_path``; Playwright's
+own browser downloads are never used). Every request that leaves localhost is blocked and counted
+as a failure, so the pages must render completely with the network off: a formula that needs a
+CDN stays raw TeX here and fails the test.
+
+Without a chromium binary these tests skip with a message; where the ``CI`` environment variable
+is set (``.ci/run`` sets it after installing chromium) they fail instead of skipping.
+Screenshots of a few pages at desktop and phone width are written to ``_build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import quote, unquote, urlparse
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+pytestmark = pytest.mark.xdist_group("book")
+
+
+def _toc_pages():
+    """Docnames of every page in _toc.yml (known before the book is built, for parametrisation)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [re.sub(r"\.(md|ipynb)$", "", page) for page in pages]
+
+
+PAGES = _toc_pages() + ["search", "genindex"]
+
+
+def _find_chromium():
+    candidates = [os.environ.get("CHROMIUM"), "/usr/lib/chromium/chromium", shutil.which("chromium"), "/usr/bin/chromium"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = _find_chromium()
+    if executable is None:
+        message = (
+            "browser tests need Debian's chromium (apt-get install --no-install-recommends chromium; "
+            ".ci/run installs it), or CHROMIUM=/path/to/chromium"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " -- CI is set, so these tests may not skip")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable)
+        yield chromium
+        chromium.close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_book)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+class Reader:
+    """One browser context with the network cut off; records everything a reader would notice."""
+
+    def __init__(self, browser, **context_options):
+        self.problems: list[str] = []
+        self.context = browser.new_context(**context_options)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda error: self.problems.append(f"uncaught JavaScript error: {error}"))
+        self.page.on("response", self._response)
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(("data:", "blob:", "file:")) or urlparse(url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            self.problems.append(f"request to the network (blocked): {url}")
+            route.abort("internetdisconnected")
+
+    def _console(self, message):
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text} ({message.location.get('url', '')})")
+
+    def _response(self, response):
+        if response.status >= 400:
+            self.problems.append(f"HTTP {response.status} for {response.url}")
+
+    def open(self, url):
+        self.page.goto(url, wait_until="load")
+        self.page.evaluate(READY_JS)
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+# Wait until MathJax has typeset the page and every image has loaded or failed.
+READY_JS = """async () => {
+  for (const img of document.images) img.loading = "eager";
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await Promise.all([...document.images].map((img) => img.complete ? null : new Promise((resolve) => {
+    img.addEventListener("load", resolve); img.addEventListener("error", resolve);
+  })));
+}"""
+
+AUDIT_JS = r"""() => {
+  const math = [...document.querySelectorAll("span.math, div.math")];
+  const unrendered = math.filter((el) => !el.querySelector("mjx-container")).map((el) => el.textContent.slice(0, 100));
+  const mathErrors = [];
+  const mj = window.MathJax && MathJax.startup && MathJax.startup.document ? MathJax.startup : null;
+  if (mj) {
+    for (const item of mj.document.math) {
+      // merror: TeX that failed to parse; mathcolor red: an undefined macro shown as text
+      if (/<merror|mathcolor="red"/.test(mj.toMML(item.root))) mathErrors.push(item.math.slice(0, 120));
+    }
+  }
+  const rawTex = [];
+  const main = document.querySelector("main") || document.body;
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest("pre, code, script, style, textarea, mjx-container, .math")) continue;
+    if (/\$\$|\$[^$]*\\[A-Za-z]+/.test(node.textContent)) rawTex.push(node.textContent.trim().slice(0, 100));
+  }
+  const images = [...document.images].map((img) => {
+    const box = img.getBoundingClientRect();
+    return {src: img.getAttribute("src"), loaded: img.complete && img.naturalWidth > 0 && img.naturalHeight > 0,
+            shown: img.getClientRects().length > 0, width: box.width, height: box.height};
+  });
+  const cells = [...document.querySelectorAll("div.cell")].map((cell) => {
+    const out = cell.querySelector(":scope > .cell_output");
+    return {output: !!out, height: out ? out.getBoundingClientRect().height : 0,
+            error: !!cell.querySelector(".output.traceback, .output.error, .output.stderr")};
+  });
+  let typeset = 0;
+  if (mj) for (const item of mj.document.math) typeset += 1;
+  return {mathCount: math.length, typeset, unrendered, mathErrors, rawTex,
+          images, cells, links: [...document.querySelectorAll("a[href]")].map((a) => a.href)};
+}"""
+
+# Content that sticks out of a phone screen: anything beyond the right edge must sit in a box that
+# scrolls sideways (code, wide tables, long formulas) and that box must itself fit the screen;
+# otherwise the reader cannot reach it at all.
+OVERFLOW_JS = """() => {
+  const edge = window.innerWidth + 1;
+  const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  const cut = [];
+  for (const el of document.querySelectorAll("article.bd-article *")) {
+    const box = el.getBoundingClientRect();
+    if (box.right <= edge || !box.width || el.closest("mjx-assistive-mml")
+        || !el.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true})) continue;
+    let reachable = false;
+    for (let up = el.parentElement; up && !up.matches("article"); up = up.parentElement) {
+      // a box that scrolls sideways and fits the screen (it may itself sit in a wider scroller)
+      if (scrolls(up) && up.getBoundingClientRect().right <= edge) { reachable = true; break; }
+    }
+    if (!reachable) cut.push(el.tagName + "." + String(el.className.baseVal ?? el.className) + ": " + (el.textContent || "").trim().slice(0, 60));
+  }
+  // table cells squeezed to a character or two per line (Chinese text breaks anywhere)
+  const squeezed = [...document.querySelectorAll("article.bd-article table :is(th, td)")]
+    .filter((cell) => cell.textContent.trim().length > 3 && cell.getBoundingClientRect().width < 48)
+    .map((cell) => cell.textContent.trim().slice(0, 30));
+  return {scroll: document.documentElement.scrollWidth, width: window.innerWidth, cut: cut.slice(0, 8),
+          squeezed: squeezed.slice(0, 8)};
+}"""
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(path: Path) -> frozenset[str]:
+    return frozenset(re.findall(r'\bid="([^"]+)"', path.read_text(encoding="utf-8")))
+
+
+def _broken_links(links, base, built_book):
+    broken = []
+    for href in links:
+        parsed = urlparse(href)
+        if parsed.scheme not in ("http", "https") or not href.startswith(base):
+            continue  # mailto:, javascript:, and links to other sites (not loaded, only clicked)
+        path = built_book / unquote(parsed.path).lstrip("/")
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            broken.append(f"{href}: no such file")
+        elif parsed.fragment and path.suffix == ".html" and unquote(parsed.fragment) not in _ids(path):
+            broken.append(f"{href}: no element with this id")
+    return sorted(set(broken))
+
+
+def _expected_output_cells(built_book, page):
+    """For each code cell shown on the page: whether the executed notebook says it has output."""
+    ipynb = built_book / "_sources" / f"{page}.ipynb"
+    if not ipynb.is_file():
+        return None
+    nb = nbformat.read(ipynb, as_version=4)
+    shown = []
+    for cell in nb.cells:
+        tags = set(cell.metadata.get("tags", []))
+        if cell.cell_type != "code" or "remove-cell" in tags:
+            continue
+        shown.append(bool(cell.outputs) and "remove-output" not in tags)
+    return shown
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_offline_without_errors(browser, site, built_book, page):
+    """No console error, no network request, every formula typeset, every image and link good,
+    every code cell's output shown; and at phone width (390 px) the text fits the screen."""
+    reader = Reader(browser, **DESKTOP)
+    try:
+        reader.open(site + page + ".html")
+        audit = reader.page.evaluate(AUDIT_JS)
+        reader.page.set_viewport_size(PHONE["viewport"])
+        reader.page.wait_for_timeout(200)  # let the layout settle at the new width
+        overflow = reader.page.evaluate(OVERFLOW_JS)
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    assert not audit["unrendered"], f"formulas left as raw TeX: {audit['unrendered'][:5]}"
+    assert not audit["mathErrors"], f"formulas MathJax could not typeset: {audit['mathErrors'][:5]}"
+    assert not audit["rawTex"], f"TeX outside math markup (a $...$ that was not parsed): {audit['rawTex'][:5]}"
+    assert audit["typeset"] >= audit["mathCount"]
+    bad_images = [img["src"] for img in audit["images"] if not img["loaded"] or (img["shown"] and not img["width"] * img["height"])]
+    assert not bad_images, f"images that did not load or have no size: {bad_images}"
+    broken = _broken_links(audit["links"], site, built_book)
+    assert not broken, "\n".join(broken)
+    expected = _expected_output_cells(built_book, page)
+    if expected is not None:
+        assert len(audit["cells"]) == len(expected), "code cells on the page differ from the notebook"
+        for i, (cell, has_output) in enumerate(zip(audit["cells"], expected)):
+            assert not cell["error"], f"code cell {i} shows an error or stderr"
+            if has_output:
+                assert cell["output"] and cell["height"] > 0, f"code cell {i} has output in the notebook but shows none"
+    assert overflow["scroll"] <= overflow["width"] + 1 and not overflow["cut"], f"cut off on a phone: {overflow}"
+    assert not overflow["squeezed"], f"table columns squeezed on a phone: {overflow}"
+
+
+def test_book_opened_from_disk_renders_its_formulas(browser, built_book):
+    """README / run_locally: `_build/html/index.html` opened as a file, no server, no network."""
+    reader = Reader(browser, **DESKTOP)
+    try:
+        page = reader.open((built_book / "book" / "s04_3.html").as_uri())
+        audit = page.evaluate(AUDIT_JS)
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    assert audit["mathCount"] > 50 and not audit["unrendered"] and not audit["mathErrors"]
+    assert all(img["loaded"] for img in audit["images"])
+
+
+# query -> pages that must be among the results. Once S04.7 (伴随法) is in _toc.yml, "伴随" must
+# also find book/s04_7; once S04.5 (互补约束) is, "互补" must also find book/s04_5.
+SEARCHES = {
+    "伴随": {"book/s04_3", "book/s04_4"},
+    "隐式欧拉": {"book/s04_3"},
+    "互补": {"book/s04_4", "book/s04_0"},
+    "互补条件": {"book/s04_0"},
+    # not an index term: the course's query splitter cuts it into 隐式欧拉 + 稳定域
+    "隐式欧拉的稳定域": {"book/s04_3"},
+}
+
+
+def _search(reader, site, query):
+    page = reader.open(site + "search.html?q=" + quote(query))
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#search-results .search-summary'); return s && s.innerText.trim(); }"
+    )
+    hrefs = page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map(a => a.href)")
+    return [unquote(urlparse(h).path).lstrip("/").removesuffix(".html") for h in hrefs]
+
+
+# Text of the search-result snippets outside typeset formulas, once every snippet has arrived.
+SNIPPET_TEXT_JS = r"""() => {
+  const items = document.querySelectorAll("#search-results ul.search li");
+  const snippets = document.querySelectorAll("#search-results ul.search li p.context");
+  if (snippets.length < items.length) return null;
+  return [...snippets].map((p) => {
+    const copy = p.cloneNode(true);
+    copy.querySelectorAll("mjx-container").forEach((m) => m.remove());
+    return copy.textContent;
+  });
+}"""
+
+
+@pytest.mark.parametrize("query", list(SEARCHES))
+def test_chinese_search_finds_the_right_sections(browser, site, query):
+    reader = Reader(browser, **DESKTOP)
+    try:
+        found = _search(reader, site, query)
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    assert SEARCHES[query] <= set(found), (query, found)
+
+
+def test_search_for_an_absent_term_finds_nothing(browser, site):
+    reader = Reader(browser, **DESKTOP)
+    try:
+        # "wine making": neither it nor any word inside it is in the book (the query splitter
+        # would otherwise search for the words it contains, e.g. 动力学 in 量子色动力学)
+        found = _search(reader, site, "葡萄酒酿造")
+    finally:
+        reader.close()
+    assert found == []
+
+
+def test_formulas_in_search_snippets_are_typeset(browser, site):
+    reader = Reader(browser, **DESKTOP)
+    try:
+        found = _search(reader, site, "互补条件")  # S04.0's snippet holds \(\phi(q)\ge 0, ...\)
+        assert found
+        reader.page.wait_for_function(
+            f"() => {{ const t = ({SNIPPET_TEXT_JS})(); return t && !t.some((s) => s.includes('\\\\(') && s.includes('\\\\)')); }}",
+            timeout=20_000,
+        )
+        typeset = reader.page.locator("#search-results p.context mjx-container").count()
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    assert typeset > 0
+
+
+def test_self_test_answers_are_collapsed_until_clicked(browser, site):
+    reader = Reader(browser, **DESKTOP)
+    try:
+        page = reader.open(site + "book/s04_0.html")
+        dropdowns = page.locator(".admonition.dropdown")
+        assert dropdowns.count() >= 5  # one collapsed answer per self-test question
+        first = dropdowns.first
+        answer = first.locator(":scope > :not(.admonition-title)").first
+        assert "参考答案" in first.locator(".admonition-title").inner_text()
+        assert not answer.is_visible()
+        first.locator(".admonition-title").click()
+        answer.wait_for(state="visible")
+        assert answer.inner_text().strip()
+        assert not dropdowns.nth(1).locator(":scope > :not(.admonition-title)").first.is_visible()
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_page_offers_its_notebook_for_download(browser, site, tmp_path):
+    reader = Reader(browser, **DESKTOP)
+    try:
+        page = reader.open(site + "book/s04_3.html")
+        page.click(".dropdown-download-buttons button.dropdown-toggle")
+        link = page.locator("a.btn-download-notebook-button")
+        link.wait_for(state="visible")
+        assert link.inner_text().strip() == ".ipynb"
+        with page.expect_download() as download_info:
+            link.click()
+        target = tmp_path / "s04_3.ipynb"
+        download_info.value.save_as(target)
+        code_on_page = page.locator("div.cell .cell_input pre").first.inner_text()
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    nb = nbformat.read(target, as_version=4)
+    nbformat.validate(nb)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert code[0].source.strip() == code_on_page.strip()
+    assert sum(bool(cell.outputs) for cell in code) >= len(code) - 1  # executed: the outputs come along
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+SCREENSHOT_PAGES = ["book/index", "book/s04_3", "book/s04_1"]
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_screenshots_of_representative_pages(browser, site, width):
+    """Artifacts for a person to look at (git-ignored): _build/screenshots/<page>-<width>.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    reader = Reader(browser, **(DESKTOP if width == "desktop" else PHONE))
+    try:
+        for page_name in SCREENSHOT_PAGES:
+            page = reader.open(site + page_name + ".html")
+            path = SCREENSHOTS / f"{page_name.replace('/', '_')}-{width}.png"
+            page.screenshot(path=str(path), full_page=True)
+            assert path.stat().st_size > 10_000
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
