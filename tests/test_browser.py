@@ -7,6 +7,7 @@ CDN stays raw TeX here and fails the test.
 
 Without a chromium binary these tests skip with a message; where the ``CI`` environment variable
 is set (``.ci/run`` sets it after installing chromium) they fail instead of skipping.
+``CHROMIUM=/path/to/chromium`` picks another binary.
 Screenshots of a few pages at desktop and phone width are written to ``_build/screenshots/``.
 """
 
@@ -55,7 +56,10 @@ PAGES = _toc_pages() + ["search", "genindex"]
 
 
 def _find_chromium():
-    candidates = [os.environ.get("CHROMIUM"), "/usr/lib/chromium/chromium", shutil.which("chromium"), "/usr/bin/chromium"]
+    if os.environ.get("CHROMIUM"):  # an explicit choice; CHROMIUM=none tests the message below
+        candidates = [os.environ["CHROMIUM"]]
+    else:  # Debian's binary itself first: its /usr/bin/chromium wrapper only adds shell noise
+        candidates = ["/usr/lib/chromium/chromium", shutil.which("chromium"), "/usr/bin/chromium"]
     for candidate in candidates:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
