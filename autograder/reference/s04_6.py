@@ -432,7 +432,7 @@ def _disagreement_cases():
         (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),          # a rounding boundary
         (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),             # the contact onset and a contact point
         (1e-5, (2, 0.005, 0.1), (0.03 - 3e-6, -F_MAX / K + 4e-6)),  # the argmin switch, the clip saturation
-        (1e-6, (2, 0.0, 0.12), (-0.0412,)),                    # deep contact only
+        (1e-6, (3, 0.0, 0.12), (-0.0412,)),                    # deep contact only
     ]
     cases = []
     for eps, (n, low, high), placed in specs:
