@@ -85,15 +85,17 @@ def _pages_with_term(index, term):
     return pages
 
 
-# Chinese course terms and pages that must be found for them. Extend when the pages land:
-# S04.5 (互补约束), S04.7 (伴随法) -- see the report of the browser-test work.
+# Chinese course terms and pages that must be found for them. Pages still being written (S04.5
+# 互补约束, S04.7 伴随法) count once they are in the built book.
 SEARCH_EXPECTATIONS = {
-    "伴随": {"book/s04_3", "book/s04_4"},
+    "伴随": {"book/s04_3", "book/s04_4", "book/s04_7?"},
+    "伴随法": {"book/s04_7?"},
     "伴随递推": {"book/s04_4"},
     "隐式欧拉": {"book/s04_3"},
     "隐式": {"book/s04_3"},
     "欧拉": {"book/s04_3"},
-    "互补": {"book/s04_4"},
+    "互补": {"book/s04_4", "book/s04_5?"},
+    "互补约束": {"book/s04_5?"},
     "互补条件": {"book/s04_0"},
 }
 
@@ -103,7 +105,9 @@ def test_search_index_holds_chinese_course_terms(built_book):
     """Sphinx's zh indexer with jieba and the course's term list (book/_ext/search_terms.txt)."""
     index = _search_index(built_book)
     for term, pages in SEARCH_EXPECTATIONS.items():
-        assert pages <= _pages_with_term(index, term), (term, sorted(_pages_with_term(index, term)))
+        required = {p for p in pages if not p.endswith("?")}
+        required |= {p[:-1] for p in pages if p.endswith("?") and p[:-1] in index["docnames"]}
+        assert required <= _pages_with_term(index, term), (term, sorted(_pages_with_term(index, term)))
     # semi-implicit Euler is its own term and does not pass for implicit Euler
     assert "book/s04_1" in _pages_with_term(index, "半隐式欧拉")
 
