@@ -24,7 +24,7 @@ from autograder.registry import Check, Output, WrongAnswer, register
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s045_wrong_side", "力与 k·max(0, φ) 一致：力加在了 φ > 0（还没碰到、正在分离）的一侧。φ < 0 才表示穿透，穿透深度是 max(0, −φ)。")
+add_mistake_message("s045_wrong_side", "结果与把力写成 k·max(0, φ) 的版本一致：力加在了 φ > 0（还没碰到、正在分离）的一侧。φ < 0 才表示穿透，穿透深度是 max(0, −φ)。")
 add_mistake_message("s045_slope_sign", "φ < 0 处的导数是 +k：对 max(0, −φ) 求导时漏了链式法则里内层 −φ 的那个负号。穿透越深（φ 越小）力越大，所以 dλ/dφ = −k。")
 add_mistake_message("s045_zero_minus_k", "只有 φ = 0 处不对：你在 φ = 0 取了 −k（把边界归到了穿透一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。")
 add_mistake_message("s045_zero_zero", "只有 φ = 0 处不对：你在 φ = 0 取了 0（把边界归到了分离一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。")
