@@ -4,9 +4,9 @@
   and by central differences, at hidden states, controls, steps and perturbation sizes.
 * ``s04_9_ex2``: 1-D ball on a soft penalty ground (``cl.soft_ball_step``, semi-implicit Euler): over a
   stiffness sweep, the deepest penetration, the peak normal force and the peak ||dx_k/dx_0||_F.
-* ``s04_9_ex3``: simplified SHAC on the stiff-wall task (``cl.wall_task``) with a fixed terminal value:
-  the window loss, and a short training run per window length h (gradient norms, window losses, the
-  final episode cost), compared within bands.
+* ``s04_9_ex3``: simplified SHAC on the stiff-wall task (``cl.wall_task``) with a fixed terminal value
+  instead of a learned critic: a short training run per window length h = 16, 32, 64 (gradient norms
+  before clipping, window losses, the final episode cost), compared within a band.
 * ``s04_9_ex4``: differentiable system identification of the friction block (mass, viscous damping,
   Coulomb friction) from noisy measurements, Gauss-Newton in log-parameters from wrong initial guesses;
   the recovered parameters are compared with the TRUE ones within a band set by their statistical spread.
