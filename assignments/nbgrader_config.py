@@ -23,6 +23,10 @@ c.ClearSolutions.text_stub = "（在这里写下你的回答）"
 # Per-cell limit while grading; JAX compiles on first call, so leave room for it.
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
+# On a loaded grading machine output can arrive seconds after a cell's reply; nbgrader's default
+# (wait 4 s, then fail the WHOLE submission) turned slowness into a lost grade. Wait longer, never fail.
+c.Execute.iopub_timeout = 30
+c.Execute.raise_on_iopub_timeout = False
 # nbgrader's autograde pipeline with Execute replaced: a kernel that dies (os._exit, segfault,
 # memory limit) costs the cells after it, not the whole submission (see autograder/nbgrader_ext.py).
 c.Autograde.autograde_preprocessors = [

@@ -80,4 +80,5 @@ def test_course_config_loads_with_the_limits():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.Autograde.autograde_preprocessors[0] is SafeExecute
     assert config.Execute.timeout >= 60 and config.Execute.interrupt_on_timeout
+    assert config.Execute.raise_on_iopub_timeout is False  # slow output must not fail a submission
     assert config.LimitOutput.max_lines <= 1000
