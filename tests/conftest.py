@@ -9,6 +9,7 @@ run on the worker that built it. For local work on those tests only, ``S04_BOOK_
 the fixture at an existing ``_build/html`` instead of building (make test never sets it).
 """
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -30,12 +31,21 @@ def built_book(tmp_path_factory):
         html = Path(prebuilt).resolve()
         assert (html / "book" / "index.html").is_file(), f"S04_BOOK_HTML={prebuilt} is not a built book"
         return html
-    out = tmp_path_factory.mktemp("book")
-    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run(
-        [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, env=env, timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
+    # One build per test run, whichever worker asks first: the others wait on the lock and reuse it
+    # (the xdist group keeps the book tests together; the lock makes a second build impossible).
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by all workers of this run
+    out = root / "book_build"
+    with open(root / "book_build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "BUILD_SUCCEEDED").exists():
+            jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
+            env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            proc = subprocess.run(
+                [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
+                capture_output=True, text=True, env=env, timeout=1800,
+            )
+            assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
+            (out / "BUILD_SUCCEEDED").write_text("")
     return out / "_build" / "html"
