@@ -112,11 +112,16 @@ def precheck(folder: Path) -> str:
         try:
             nb = json.loads(path.read_text(encoding="utf-8"))
             cells = nb["cells"]
+            if not isinstance(cells, list):
+                raise TypeError("cells is not a list")
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             return f"{path.name} 不是合法的 notebook JSON（文件损坏、被截断或被手工编辑过），无法评分。"
         seen = set()
         for cell in cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            try:
+                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            except AttributeError:  # a cell or its metadata is not a JSON object
+                return f"{path.name} 的单元结构已损坏（单元或其元数据不是 JSON 对象），无法评分。"
             if grade_id in seen:
                 return (f"{path.name} 中有两个单元带同一个评分编号 {grade_id!r}（多半是复制了作业单元）："
                         "请学生删除复制出来的单元后重新提交，或由教师删除后重新评分。")

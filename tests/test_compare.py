@@ -76,3 +76,22 @@ def test_integer_kind_counts_mismatches_without_float_diagnoses():
     verdict = compare(np.array([0, 0, 0]), ref, kind="integer")
     assert not verdict.passed and "2/3" in verdict.message and "全为零" not in verdict.message
     assert not compare(np.array([-1, 0, -2]), ref, kind="integer").message.count("负号")
+
+
+def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):
+    import json
+
+    from autograder.classrun import precheck
+
+    cases = {
+        "{not json": "不是合法的",
+        json.dumps([1, 2]): "不是合法的",
+        json.dumps({"cells": 5}): "不是合法的",
+        json.dumps({"cells": ["oops"]}): "已损坏",
+        json.dumps({"cells": [{"metadata": {"nbgrader": {"grade_id": "a"}}}] * 2}): "复制",
+    }
+    for text, fragment in cases.items():
+        (tmp_path / "nb.ipynb").write_text(text)
+        assert fragment in precheck(tmp_path), text
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"metadata": {}}]}))
+    assert precheck(tmp_path) == ""
