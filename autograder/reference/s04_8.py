@@ -41,7 +41,6 @@ add_mistake_message("s048_plateau_last_tie", "两段一样长的平台里你选�
 add_mistake_message("s048_plateau_stop_exclusive", "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。")
 add_mistake_message("s048_plateau_best_only", "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。")
 add_mistake_message("s048_plateau_first_run", "结果与“取第一段连续通过的区间”一致：平台是最长的那一段，不一定是最先出现的那一段。")
-add_mistake_message("s048_plateau_none", "没有任何 ε 通过时应返回 (-1, -1)。")
 add_mistake_message("s048_start_is_best", "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。")
 add_mistake_message("s048_start_is_stop", "结果与平台的终点（最小的 ε）一致：题目要的是平台的起点，即平台里最大的 ε。")
 add_mistake_message("s048_log_after_update", "日志里损失、接触等字段与“更新之后的参数”对应，梯度却是更新之前的：同一行的所有字段必须来自同一个参数 θ_i（先记录，再更新）。")
