@@ -89,7 +89,8 @@ def profile_notebook(path: Path, env: dict | None = None) -> dict:
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
                             allow_errors=True)
     start = time.perf_counter()
-    with client.setup_kernel(env={**os.environ, **(env or {})}):
+    # nbgrader sets NBGRADER_EXECUTION while autograding; notebooks skip student-only experiments on it
+    with client.setup_kernel(env={**os.environ, "NBGRADER_EXECUTION": "autograde", **(env or {})}):
         started = time.perf_counter()
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
