@@ -9,7 +9,7 @@ from nbgrader.preprocessors import (
     AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,
 )
 
-from autograder.nbgrader_ext import SafeExecute
+from autograder.nbgrader_ext import ExternalVerdict, SafeExecute
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -28,10 +28,11 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.iopub_timeout = 30
 c.Execute.raise_on_iopub_timeout = False
 # nbgrader's autograde pipeline with Execute replaced: a kernel that dies (os._exit, segfault,
-# memory limit) costs the cells after it, not the whole submission (see autograder/nbgrader_ext.py).
+# memory limit) costs the cells after it, not the whole submission; and the graded cells are
+# scored OUTSIDE the student's kernel from the results it recorded (see autograder/nbgrader_ext.py).
 c.Autograde.autograde_preprocessors = [
-    SafeExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
-    CheckCellMetadata,
+    SafeExecute, ExternalVerdict, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
 ]
 # Flooded output is cut to this many lines per cell (nbgrader's LimitOutput).
 c.LimitOutput.max_lines = 200

@@ -1,12 +1,13 @@
 """autograder: reference solutions, tolerant gradient comparison and instructor commands.
 
-Graded notebook cells call :func:`grade`; instructors use ``python -m autograder``
-(see the README). The reference solutions under ``autograder/reference`` and the
-reference data under ``autograder/data`` are instructor-only: they never go into a
-student release.
+Graded notebook cells call :func:`grade`, which only records the student's results inside the
+(sandboxed) kernel; the score is computed outside it (:mod:`autograder.nbgrader_ext`).
+Instructors use ``python -m autograder`` (see the README). The reference solutions under
+``autograder/reference`` and the reference data under ``autograder/data`` are instructor-only:
+they never go into a student release and a grading kernel cannot read them.
 """
 
-from autograder.grading import grade
+from autograder.capture import grade
 
 __all__ = ["grade"]
 __version__ = "0.1.0"

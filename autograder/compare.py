@@ -17,6 +17,7 @@ from typing import Mapping
 import numpy as np
 
 KINDS = ("exact", "finite_difference", "loose", "integer")
+NONFINITE = "nonfinite"  # key of ``messages`` explaining NaN/Inf results of a check
 
 #: Chinese explanation of each named mistake a check can recognise.
 MISTAKE_MESSAGES = {
@@ -70,7 +71,7 @@ def _rel_error(a, b, scale):
 
 
 def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None,
-            rtol: float | None = None) -> Verdict:
+            rtol: float | None = None, messages: Mapping[str, str] | None = None) -> Verdict:
     """Compare ``student`` with ``expected`` (arrays or scalars) and explain a mismatch.
 
     Args:
@@ -82,6 +83,8 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
             are keys of :data:`MISTAKE_MESSAGES`.
         rtol: relative tolerance (to the reference's largest magnitude) replacing the one
             ``kind`` implies; for results that are only stable within a band.
+        messages: Chinese explanation of each mistake (default :data:`MISTAKE_MESSAGES`; the
+            reference data carries its own, so grading needs no reference module).
     """
     exp = np.asarray(expected, dtype=np.float64)
     got, problem = _as_array(student)
@@ -97,7 +100,8 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}。")
     if not np.all(np.isfinite(got)):
         n_bad = int(np.sum(~np.isfinite(got)))
-        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：检查除零、对负数开方、或发散的仿真。")
+        hint = (messages or {}).get(NONFINITE, "检查除零、对负数开方、或发散的仿真。")
+        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：{hint}")
 
     if kind == "integer":  # ids, modes, counts: equal or not; the float diagnoses would mislead
         wrong = int(np.sum(got != exp))
@@ -122,7 +126,7 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
     else:
         for name, alt in (mistakes or {}).items():
             if np.shape(alt) == exp.shape and near(alt):
-                reason = MISTAKE_MESSAGES.get(name, f"结果与常见错误“{name}”的结果吻合。")
+                reason = (MISTAKE_MESSAGES if messages is None else messages).get(name, f"结果与常见错误“{name}”的结果吻合。")
                 break
     if not reason:
         flat_e, flat_g = exp.ravel(), got.ravel()

@@ -1,8 +1,14 @@
 """Reference data: hidden inputs, reference results and known-mistake results, as JSON.
 
 Generated from the reference solutions by :func:`regenerate` (deterministic: the same
-bytes every time, which a test checks) and read at grading time by :func:`load`, so
-grading never re-runs a reference solution.
+bytes every time, which a test checks). Two files per exercise:
+
+* ``autograder/data/<exercise>.json`` (instructor-only): per check its points, how each output
+  is compared, the Chinese mistake messages, and per hidden case the inputs, expected values and
+  known-mistake values. Read by the verdict in the nbgrader process (:func:`load`), so grading
+  never re-runs or imports a reference solution;
+* ``autograder/inputs/<exercise>.json``: the hidden inputs alone, which the sandboxed grading
+  kernel reads to call the student's function (:mod:`autograder.capture`).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from autograder.capture import INPUTS_DIR
+from autograder.compare import MISTAKE_MESSAGES, NONFINITE
 from autograder.registry import Check, all_checks
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -43,24 +51,38 @@ def build_exercise_data(checks) -> dict:
                 "expected": _plain(_components(check, check.reference(**inputs))),
                 "mistakes": {name: _plain(_components(check, fn(**inputs))) for name, fn in sorted(check.mistakes.items())},
             })
-        data[check.name] = {"points": check.points, "cases": cases}
+        data[check.name] = {
+            "points": check.points,
+            "outputs": [{"label": o.label, "kind": o.kind, "rtol": o.rtol} for o in check.outputs],
+            "messages": {**{name: MISTAKE_MESSAGES[name] for name in sorted(check.mistakes) if name in MISTAKE_MESSAGES},
+                         **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {})},
+            "cases": cases,
+        }
     return data
+
+
+def inputs_only(data: dict) -> dict:
+    """``{check name: [inputs of each case]}``: what the grading kernel may see of ``data``."""
+    return {name: [case["inputs"] for case in spec["cases"]] for name, spec in data.items()}
 
 
 def serialise(data) -> str:
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
-def regenerate(exercises=None, out_dir: Path = DATA_DIR) -> list[Path]:
-    """Write ``<exercise>.json`` for the given exercises (all by default); returns the paths."""
+def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR) -> list[Path]:
+    """Write ``<exercise>.json`` (data and inputs) for the given exercises (all by default); returns the data paths."""
     by_exercise: dict[str, list[Check]] = {}
     for check in all_checks().values():
         by_exercise.setdefault(check.exercise, []).append(check)
     out_dir.mkdir(parents=True, exist_ok=True)
+    inputs_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for exercise in sorted(exercises or by_exercise):
+        data = build_exercise_data(by_exercise[exercise])
         path = out_dir / f"{exercise}.json"
-        path.write_text(serialise(build_exercise_data(by_exercise[exercise])), encoding="utf-8")
+        path.write_text(serialise(data), encoding="utf-8")
+        (inputs_dir / path.name).write_text(serialise(inputs_only(data)), encoding="utf-8")
         written.append(path)
     return written
 
@@ -70,20 +92,3 @@ def load(exercise: str, data_dir: Path = DATA_DIR) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"no reference data for {exercise} at {path}; run `python -m autograder regenerate`")
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _from_json(value):
-    if isinstance(value, dict):
-        return {k: _from_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return np.asarray(value, dtype=np.float64)
-    return value
-
-
-def to_inputs(raw: dict) -> dict:
-    """JSON inputs back to what student functions receive.
-
-    Lists become float64 arrays; a dict input (e.g. named parameters) stays a dict whose
-    lists become arrays. Integers and strings pass through.
-    """
-    return {k: _from_json(v) for k, v in raw.items()}

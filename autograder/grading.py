@@ -1,18 +1,14 @@
-"""What a graded notebook cell calls: run a student function on the hidden cases and score it.
+"""The verdict: score a graded cell's recorded results against the reference data, with feedback in Chinese.
 
-``grade(exercise, name, fn)`` prints feedback in Chinese and returns the points earned
-as a plain float, which nbgrader reads as the cell's partial credit. Hidden inputs
-and expected values are never printed.
+Runs in the nbgrader process (never in the student's kernel; see :mod:`autograder.capture`).
+Hidden inputs and expected values are never printed.
 """
 
 from __future__ import annotations
 
-import traceback
-import warnings
-
+from autograder.capture import MalformedRecord, Unsupported, decode
 from autograder.compare import compare
-from autograder.data import load, to_inputs
-from autograder.registry import get_check
+from autograder.data import load
 
 
 def _split(value, n):
@@ -23,46 +19,54 @@ def _split(value, n):
     return list(value)
 
 
-def grade(exercise: str, name: str, student_fn) -> float:
-    """Score ``student_fn`` on the hidden cases of check ``exercise.name``; prints feedback."""
-    check = get_check(exercise, name)
+def _case_lines(where: str, name: str, spec: dict, case: dict, result) -> list[str]:
+    """Feedback lines for one hidden case; an empty list means it passed."""
+    status = result.get("status") if isinstance(result, dict) else None
+    if status == "not_callable":
+        return [f"{where}：`{name}` 不是函数。"]
+    if status == "not_implemented":
+        return [f"{where}：`{name}` 还没有实现（抛出了 NotImplementedError）。"]
+    if status == "error":
+        return [f"{where}：调用 `{name}` 时出错：{str(result.get('error'))[:300]}（第 {result.get('line')} 行）。"]
+    if status != "ok":
+        raise MalformedRecord("unknown status")
+    outputs = spec["outputs"]
+    parts = _split(decode(result.get("value")), len(outputs))
+    if parts is None:
+        return [f"{where}：`{name}` 应返回 {len(outputs)} 个值（{', '.join(o['label'] for o in outputs)}）。"]
+    lines = []
+    for j, (output, got) in enumerate(zip(outputs, parts)):
+        if isinstance(got, Unsupported):
+            lines.append(f"{where}，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
+            continue
+        mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
+        verdict = compare(got, case["expected"][j], kind=output["kind"], mistakes=mistakes, rtol=output["rtol"],
+                          messages=spec["messages"])
+        if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case
+            same = any(line.endswith(verdict.message) for line in lines)
+            lines.append(f"{where}，{output['label']}：{'同上。' if same else verdict.message}")
+    return lines
+
+
+def score(exercise: str, name: str, record: dict) -> tuple[float, float, str]:
+    """``(points earned, points possible, feedback)`` for check ``exercise.name`` from a record of
+    :func:`autograder.capture.grade` (``exercise`` and ``name`` come from the trusted cell source).
+
+    Raises :class:`MalformedRecord` when the record is not one the capture side writes for this check.
+    """
+    if (not isinstance(record, dict) or not isinstance(record.get("results"), list)
+            or record.get("exercise") != exercise or record.get("name") != name):
+        raise MalformedRecord("not a results record of this check")
     spec = load(exercise)[name]
     cases = spec["cases"]
-    labels = [o.label for o in check.outputs]
-    kinds = [o.kind for o in check.outputs]
-    rtols = [o.rtol for o in check.outputs]
-    passed = 0
-    lines = []
-    for i, case in enumerate(cases, start=1):
-        where = f"隐藏测试 {i}/{len(cases)}"
-        if not callable(student_fn):
-            lines.append(f"{where}：`{name}` 不是函数。")
-            continue
-        try:
-            # nbgrader gives zero to a graded cell that writes to stderr: keep warnings out of it
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = student_fn(**to_inputs(case["inputs"]))
-        except NotImplementedError:
-            lines.append(f"{where}：`{name}` 还没有实现（抛出了 NotImplementedError）。")
-            continue
-        except Exception as exc:  # the student's code failed: report, do not crash the grading run
-            last = traceback.extract_tb(exc.__traceback__)[-1]
-            lines.append(f"{where}：调用 `{name}` 时出错：{type(exc).__name__}: {exc}（第 {last.lineno} 行）。")
-            continue
-        parts = _split(result, len(labels))
-        if parts is None:
-            lines.append(f"{where}：`{name}` 应返回 {len(labels)} 个值（{', '.join(labels)}）。")
-            continue
-        ok = True
-        for j, (label, kind, rtol, got) in enumerate(zip(labels, kinds, rtols, parts)):
-            mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
-            verdict = compare(got, case["expected"][j], kind=kind, mistakes=mistakes, rtol=rtol)
-            if not verdict.passed:
-                ok = False
-                lines.append(f"{where}，{label}：{verdict.message}")
-        passed += ok
-    score = round(check.points * passed / len(cases), 6)
-    header = f"[{exercise}] {name}: 通过 {passed}/{len(cases)} 个隐藏测试，得分 {score:g}/{check.points:g}"
-    print("\n".join([header, *lines]))
-    return float(score)
+    if len(record["results"]) != len(cases):
+        raise MalformedRecord(f"{len(record['results'])} results for {len(cases)} cases")
+    passed, lines = 0, []
+    for i, (case, result) in enumerate(zip(cases, record["results"]), start=1):
+        case_lines = _case_lines(f"隐藏测试 {i}/{len(cases)}", name, spec, case, result)
+        passed += not case_lines
+        lines += case_lines
+    points = float(spec["points"])
+    earned = round(points * passed / len(cases), 6)
+    header = f"[{exercise}] {name}: 通过 {passed}/{len(cases)} 个隐藏测试，得分 {earned:g}/{points:g}"
+    return earned, points, "\n".join([header, *lines])

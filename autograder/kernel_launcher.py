@@ -1,15 +1,25 @@
-"""Start an IPython kernel under resource limits (the grading kernel of :mod:`autograder.limits`).
+"""Start an IPython kernel under resource limits and in a sandbox (the grading kernel of :mod:`autograder.limits`).
 
-``python -m autograder.kernel_launcher --memory-bytes N -f CONNECTION_FILE`` caps the
-kernel's address space (RLIMIT_AS) and output-file size, then runs ipykernel as usual. A
-submission that allocates without bound gets a MemoryError or dies, instead of taking the
-grading machine down with it.
+``python -m autograder.kernel_launcher --memory-bytes N --file-bytes M [--no-sandbox] -f CONNECTION_FILE``
+caps the kernel's address space (RLIMIT_AS) and output-file size, moves it into a private
+scratch folder, confines it with Landlock (:mod:`autograder.sandbox`: no access to reference
+data, reference solutions, the gradebook or other students' folders; no signals to the
+grader), then runs ipykernel as usual.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 import resource
+import shutil
 import sys
+import tempfile
+from pathlib import Path
+
+from autograder import sandbox
+
+_OPTIONS_WITH_VALUE = ("--memory-bytes", "--file-bytes")
 
 
 def apply_limits(memory_bytes: int, file_bytes: int) -> None:
@@ -18,13 +28,40 @@ def apply_limits(memory_bytes: int, file_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file behind
 
 
+def enter_scratch_folder() -> Path:
+    """A fresh private folder as HOME, TMPDIR and working folder: the only place the kernel may write."""
+    scratch = Path(tempfile.mkdtemp(prefix="s04-grading-kernel-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    for var in ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        os.environ[var] = str(scratch)
+    # The shared XLA cache is a file other students' kernels would load: a sandboxed kernel neither reads nor writes it.
+    os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    os.chdir(scratch)
+    return scratch
+
+
+def _split_args(argv: list[str]) -> tuple[dict, list[str]]:
+    options, rest, i = {}, [], 0
+    while i < len(argv):
+        if argv[i] in _OPTIONS_WITH_VALUE:
+            options[argv[i]] = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--no-sandbox":
+            options["--no-sandbox"] = True
+            i += 1
+        else:
+            rest.append(argv[i])
+            i += 1
+    return options, rest
+
+
 def main(argv=None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    memory = int(argv[argv.index("--memory-bytes") + 1])
-    file_bytes = int(argv[argv.index("--file-bytes") + 1])
-    kernel_args = [a for i, a in enumerate(argv) if a not in ("--memory-bytes", "--file-bytes")
-                   and (i == 0 or argv[i - 1] not in ("--memory-bytes", "--file-bytes"))]
-    apply_limits(memory, file_bytes)
+    options, kernel_args = _split_args(list(sys.argv[1:] if argv is None else argv))
+    apply_limits(options["--memory-bytes"], options["--file-bytes"])
+    if not options.get("--no-sandbox"):
+        connection_file = kernel_args[kernel_args.index("-f") + 1]
+        scratch = enter_scratch_folder()
+        sandbox.confine(scratch, extra_readable=(Path(connection_file).resolve(),))
     from ipykernel import kernelapp
 
     sys.argv = [sys.argv[0], *kernel_args]

@@ -1,20 +1,25 @@
-"""Limits every grading kernel runs under, and the environment nbgrader is started with.
+"""Limits and sandbox every grading kernel runs under, and the environment nbgrader is started with.
 
 * time: nbgrader's per-cell timeout (``Execute.timeout``, set in ``assignments/nbgrader_config.py``)
   plus a per-submission wall-clock limit enforced by :mod:`autograder.classrun`;
 * memory and file size: a kernelspec named ``python3`` written into the course folder whose
   launcher applies RLIMIT_AS / RLIMIT_FSIZE (:mod:`autograder.kernel_launcher`). It shadows the
   ordinary ``python3`` kernel because its folder comes first on ``JUPYTER_PATH``;
-* compilation: all kernels share XLA's persistent compilation cache, so JAX compile time is paid
-  once per program, not once per student (it must never be what trips a time limit).
+* sandbox: the same launcher confines the kernel with Landlock (:mod:`autograder.sandbox`), so
+  student code cannot read the reference data or solutions, nor write outside its scratch folder.
+  ``S04_GRADING_SANDBOX=off`` grades without it (only for a machine without Landlock; the
+  grading is then NOT tamper-resistant, and the class run says so).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder import sandbox
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,7 @@ class Limits:
     memory_bytes: int = 4 * 2**30  # address space; JAX on CPU grades comfortably within 3 GiB
     file_bytes: int = 64 * 2**20  # largest file a kernel may write
     submission_timeout_s: float = 900.0  # one student's whole section, all notebooks
+    sandbox: bool = os.environ.get("S04_GRADING_SANDBOX", "on") != "off"
 
 
 DEFAULT_LIMITS = Limits()
@@ -35,7 +41,7 @@ def install_grading_kernel(course_dir: Path, limits: Limits = DEFAULT_LIMITS) ->
     spec = {
         "argv": [sys.executable, "-m", "autograder.kernel_launcher",
                  "--memory-bytes", str(limits.memory_bytes), "--file-bytes", str(limits.file_bytes),
-                 "-f", "{connection_file}"],
+                 *([] if limits.sandbox else ["--no-sandbox"]), "-f", "{connection_file}"],
         "display_name": "Python 3 (grading, limited)",
         "language": "python",
     }
@@ -47,11 +53,9 @@ def install_grading_kernel(course_dir: Path, limits: Limits = DEFAULT_LIMITS) ->
 
 
 def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
-    """Environment variables for nbgrader runs on ``course_dir`` (limited kernel, shared XLA cache)."""
-    course = Path(course_dir).resolve()
-    return {
-        "JUPYTER_PATH": str(install_grading_kernel(course, limits)),
-        "JAX_COMPILATION_CACHE_DIR": str(course / ".jax_cache"),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",  # small programs add up: cache them all
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    }
+    """Environment variables for nbgrader runs on ``course_dir`` (the limited, sandboxed kernel)."""
+    if limits.sandbox and sandbox.abi_version() < 1:
+        raise RuntimeError("this Linux kernel has no Landlock, so grading kernels cannot be sandboxed and student "
+                           "code could read the reference data. Grade on Linux >= 5.13 with Landlock, or set "
+                           "S04_GRADING_SANDBOX=off to grade WITHOUT tamper resistance.")
+    return {"JUPYTER_PATH": str(install_grading_kernel(course_dir, limits))}

@@ -1,18 +1,28 @@
-"""nbgrader preprocessor that survives a kernel that dies in the middle of a notebook.
+"""nbgrader preprocessors of the course: execution that survives a dying kernel, and verdicts outside it.
 
-nbgrader's ``Execute`` lets a dead kernel (``os._exit``, a segfault, the memory limit)
-abort the whole submission, so the student loses every grade of the section, and the
-class run logs a traceback. :class:`SafeExecute` instead records the death in the cell
-where it happened and marks every later code cell with an error, so the cells graded
-before keep their points, the unexecuted graded cells score zero (nbgrader gives full
-marks to a graded cell without an error), and the feedback says what happened.
+* :class:`SafeExecute`: nbgrader's ``Execute`` lets a dead kernel (``os._exit``, a segfault,
+  the memory limit) abort the whole submission, so the student loses every grade of the
+  section, and the class run logs a traceback. This one records the death in the cell where
+  it happened and marks every later code cell with an error, so the cells graded before keep
+  their points, the unexecuted graded cells score zero (nbgrader gives full marks to a graded
+  cell without an error), and the feedback says what happened.
+* :class:`ExternalVerdict`: runs after execution, in the nbgrader process. For every graded
+  code cell it takes the results the kernel recorded (:mod:`autograder.capture`), scores them
+  against the reference data (:mod:`autograder.grading`) and REPLACES the cell's outputs with
+  the feedback and the score. Nothing the student's code printed or returned in that cell
+  counts, and a cell without exactly one well-formed record scores zero.
 """
 
 from __future__ import annotations
 
+import re
+
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+
+from autograder.capture import MIME, MalformedRecord
+from autograder.grading import score
 
 KERNEL_DIED = ("内核在执行这个单元时意外退出（例如调用了 os._exit / sys.exit 之外的强制退出、段错误，"
                "或超出了评分时的内存上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。")
@@ -42,3 +52,50 @@ class SafeExecute(Execute):
             self._kernel_died = True
             cell.outputs.append(_error("KernelDied", KERNEL_DIED))
             return cell, resources
+
+
+#: ``autograder.grade("<exercise>", "<name>", fn)`` in a graded cell's source (restored by nbgrader)
+GRADE_CALL = re.compile(r"""autograder\.grade\(\s*["']([\w.]+)["']\s*,\s*["'](\w+)["']""")
+NO_RECORD = ("评分单元没有留下结果记录（单元在记录之前出错、超时或被中断，或者评分函数被替换了）。"
+             "这个单元计 0 分。")
+BAD_RECORD = "评分单元的结果记录不完整或格式不对（可能被篡改），这个单元计 0 分。"
+
+
+def _stdout(text: str) -> NotebookNode:
+    return NotebookNode(output_type="stream", name="stdout", text=text + "\n")
+
+
+def _score_output(points: float) -> NotebookNode:
+    return NotebookNode(output_type="execute_result", execution_count=None, metadata={},
+                        data={"text/plain": repr(float(points))})
+
+
+def verdict_outputs(cell) -> list:
+    """The outputs a graded cell gets in place of whatever the student's kernel produced."""
+    calls = GRADE_CALL.findall(cell.source)
+    if len(calls) != 1:  # an instructor error (tests/test_grading_pipeline.py checks every source): zero, visibly
+        text = "评分单元配置错误：应当恰好调用一次 autograder.grade。请联系教师。"
+        return [_stdout(text), _error("GradingCellMisconfigured", text)]
+    exercise, name = calls[0]
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    records = [o.data[MIME] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
+               and MIME in o.get("data", {})]
+    if errors or len(records) != 1:
+        # an error (timeout, dead kernel, a broken grade function) or no/several records: zero
+        return [_stdout(f"[{exercise}] {name}: {NO_RECORD if not records or errors else BAD_RECORD}"), *errors[:1],
+                *([] if errors else [_error("NoResultRecord", NO_RECORD)])]
+    try:
+        earned, _, feedback = score(exercise, name, records[0])
+    except MalformedRecord:
+        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)]
+    return [_stdout(feedback), _score_output(earned)]
+
+
+class ExternalVerdict(NbGraderPreprocessor):
+    """Score every autograded cell from its recorded results, outside the student's kernel."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            cell.outputs = verdict_outputs(cell)
+        return cell, resources

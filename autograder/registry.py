@@ -34,6 +34,8 @@ class Check:
         reference: ``reference(**inputs)`` -> value, or tuple of values matching ``outputs``.
         outputs: how each returned component is compared (one entry if not a tuple).
         mistakes: ``{mistake name: fn(**inputs)}`` giving what a known mistake returns.
+        nonfinite_hint: Chinese explanation added to the feedback when a result holds NaN/Inf
+            (e.g. why a naive formula overflows on this check's hidden inputs).
     """
 
     exercise: str
@@ -43,6 +45,7 @@ class Check:
     reference: Callable
     outputs: Sequence[Output] = (Output("结果"),)
     mistakes: Mapping[str, Callable] = field(default_factory=dict)
+    nonfinite_hint: str = ""
 
     @property
     def key(self) -> str:

@@ -2,11 +2,12 @@
 
 A class of N pseudo-students (the reference solutions, the blank release and the catalogued
 wrong answers, repeated) hands in every notebook of one section. The same class is graded
-three times, each in a fresh scratch course (so each run starts with an empty XLA cache):
+three times, each in a fresh scratch course:
 
-* ``plain``: ONE ``nbgrader autograde <section>`` for the whole class (nbgrader's own loop);
+* ``plain``: ONE ``nbgrader autograde <section>`` for the whole class (nbgrader's own loop) with
+  the ordinary ``python3`` kernel: no resource limits, no Landlock sandbox;
 * ``class x1``: ``autograder.classrun.grade_class`` with 1 worker (one nbgrader process per
-  student, ledger, limits);
+  student, ledger, limits, sandboxed kernels);
 * ``class x2``: the same with 2 workers.
 
 It prints students/minute, the extrapolated time for a 100-student class, and the overhead of
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +69,10 @@ def timed(mode: str, section: str, n_students: int) -> float:
         make_class(course, section, n_students)
         start = time.perf_counter()
         if mode == "plain":
-            nbgrader(["autograde", section, "--force"], course, timeout=7200)
+            env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+            env.pop("JUPYTER_PATH", None)  # the ordinary python3 kernel, not the limited, sandboxed one
+            subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "autograde", section, "--force"],
+                           cwd=course, env=env, check=True, capture_output=True, timeout=7200)
         else:
             results = grade_class(course, [section], workers=int(mode[-1]), progress=False)
             failed = [r for r in results if r.status != "graded"]

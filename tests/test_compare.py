@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from autograder.compare import compare, tolerance
-from autograder.data import to_inputs
+from autograder.capture import to_inputs
 
 
 def test_tolerance_follows_dtype_and_kind():

@@ -6,6 +6,7 @@ feedback that names its bug, and the release leaks no solution, reference data o
 input. Reference data regenerates to identical bytes.
 """
 
+import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import nbformat
 import pytest
 
 from autograder import data, sources
+from autograder.capture import INPUTS_DIR
 from autograder.reference import SECTIONS, WRONG_ANSWERS
+from autograder.nbgrader_ext import GRADE_CALL
 from autograder.registry import all_checks
 from autograder.release_scan import scan_release
 from autograder.selftest import run_section, scratch_course
@@ -59,6 +62,8 @@ def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
             meta = cell.metadata.get("nbgrader", {})
             if meta.get("grade") and cell.cell_type == "code":
                 graded[meta["grade_id"]] = meta["points"]
+                # the verdict outside the kernel scores exactly one recorded check per graded cell
+                assert len(GRADE_CALL.findall(cell.source)) == 1, f"{exercise}/{meta['grade_id']}"
                 for key, check in checks.items():
                     if check.exercise == exercise and f'"{check.name}"' in cell.source:
                         assert check.points == meta["points"], f"{key}: registry says {check.points}, cell says {meta['points']}"
@@ -67,9 +72,16 @@ def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
 
 
 def test_reference_data_regenerates_identically(tmp_path):
-    first = data.regenerate(out_dir=tmp_path / "a")
-    second = data.regenerate(out_dir=tmp_path / "b")
+    first = data.regenerate(out_dir=tmp_path / "a", inputs_dir=tmp_path / "a_inputs")
+    second = data.regenerate(out_dir=tmp_path / "b", inputs_dir=tmp_path / "b_inputs")
     for a, b in zip(first, second):
         assert a.read_bytes() == b.read_bytes()
-        committed = data.DATA_DIR / a.name
-        assert committed.read_bytes() == a.read_bytes(), f"{a.name} is stale: run `python -m autograder regenerate`"
+        for committed, fresh in ((data.DATA_DIR / a.name, a), (INPUTS_DIR / a.name, tmp_path / "a_inputs" / a.name)):
+            assert committed.read_bytes() == fresh.read_bytes(), f"{committed} is stale: run `python -m autograder regenerate`"
+    assert sorted(p.name for p in INPUTS_DIR.glob("*.json")) == sorted(p.name for p in first)  # no orphaned inputs
+
+
+def test_kernel_inputs_hold_no_expected_values():
+    for path in INPUTS_DIR.glob("*.json"):
+        full = data.load(path.stem)
+        assert json.loads(path.read_text(encoding="utf-8")) == data.inputs_only(full)

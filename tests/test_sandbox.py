@@ -1,0 +1,70 @@
+"""The Landlock sandbox of grading kernels (autograder/sandbox.py), checked in a child process.
+
+A confined process must still run Python, import JAX and course_lib and read the hidden inputs;
+it must not read the reference data or solutions, not write anywhere but its scratch folder
+(the gradebook, other students' folders, /tmp) and not signal the grader.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(sandbox.abi_version() < 1, reason="this Linux kernel has no Landlock")
+
+PROBE = textwrap.dedent("""
+    import json, os, signal, sys
+    from pathlib import Path
+    from autograder import sandbox
+    root, scratch, outside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    sandbox.confine(scratch)
+    report = {}
+
+    def attempt(key, fn):
+        try:
+            fn()
+            report[key] = "ok"
+        except OSError as exc:
+            report[key] = type(exc).__name__
+
+    attempt("import_jax_course_lib", lambda: __import__("course_lib").enable_float64())
+    attempt("read_inputs", lambda: (root / "autograder" / "inputs" / "s04_1_ex1.json").read_text())
+    attempt("import_capture", lambda: __import__("autograder.capture"))
+    attempt("read_data", lambda: (root / "autograder" / "data" / "s04_1_ex1.json").read_text())
+    attempt("read_reference", lambda: (root / "autograder" / "reference" / "__init__.py").read_text())
+    attempt("read_source", lambda: (root / "assignments" / "source" / "s04_1" / "s04_1_ex1.md").read_text())
+    attempt("list_data_folder", lambda: os.listdir(root / "autograder" / "data"))
+    attempt("write_scratch", lambda: (scratch / "x.txt").write_text("mine"))
+    attempt("write_outside", lambda: (outside / "gradebook.db").write_text("forged"))
+    attempt("append_outside", lambda: open(outside / "existing.txt", "a").write("forged"))
+    attempt("write_tmp", lambda: Path("/tmp/s04-sandbox-probe.txt").write_text("x"))
+    attempt("signal_parent", lambda: os.kill(os.getppid(), 0))
+    print(json.dumps(report))
+""")
+
+
+def test_confined_process_reads_only_what_it_needs(tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "course"
+    scratch.mkdir()
+    outside.mkdir()
+    (outside / "existing.txt").write_text("grade: 0\n")
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(ROOT), str(scratch), str(outside)],
+                          capture_output=True, text=True, timeout=300, cwd=scratch)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    allowed = ("import_jax_course_lib", "read_inputs", "import_capture", "list_data_folder", "write_scratch")
+    denied = ("read_data", "read_reference", "read_source", "write_outside", "append_outside", "write_tmp")
+    assert {k: report[k] for k in allowed} == dict.fromkeys(allowed, "ok"), report
+    assert {k: report[k] for k in denied} == dict.fromkeys(denied, "PermissionError"), report
+    assert (outside / "existing.txt").read_text() == "grade: 0\n"
+    assert not (outside / "gradebook.db").exists()
+    if sandbox.abi_version() >= 6:  # signal scoping: the grader cannot be killed from the kernel
+        assert report["signal_parent"] == "PermissionError", report
