@@ -89,6 +89,8 @@ def cmd_report(args):
     from autograder.reports import make_reports
 
     written, problems = make_reports(COURSE, _sections(args), Path(args.out))
+    if len(written) == 1:
+        print("成绩库中还没有这些作业的学生成绩：先收集、评分（make grade）")
     for path in written:
         print(f"wrote {path}")
     for problem in problems:

@@ -197,3 +197,12 @@ def test_course_config_sets_collector_and_feedback():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.FileNameCollectorPlugin.named_regexp == NAMED_REGEXP
     assert ClearHiddenTests in config.GenerateFeedback.preprocessors
+
+
+def test_reports_read_the_gradebook_nbgrader_is_configured_with(tmp_path):
+    from autograder.reports import gradebook_url
+
+    (tmp_path / "nbgrader_config.py").write_text(
+        'c = get_config()\nc.CourseDirectory.db_url = "postgresql://grader@db.example/s04"\n')
+    assert gradebook_url(tmp_path) == "postgresql://grader@db.example/s04"
+    assert gradebook_url(tmp_path / "elsewhere") == f"sqlite:///{(tmp_path / 'elsewhere').resolve()}/gradebook.db"
