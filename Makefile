@@ -17,7 +17,7 @@ help:
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml"
 	@echo "make clean     remove build outputs (keeps the venv)"
-	@echo "instructors:   make regenerate | release | grade | feedback | grades | selftest (see README)"
+	@echo "instructors:   make regenerate | release | grade | feedback | grades | report | selftest (see README)"
 
 venv: $(STAMP)
 
@@ -51,7 +51,7 @@ clean:
 	rm -rf _build .pytest_cache
 
 # --- instructor commands (see README "For instructors") ---------------------------------
-.PHONY: regenerate release grade feedback grades selftest
+.PHONY: regenerate release grade feedback grades report selftest
 
 regenerate: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder regenerate
@@ -67,6 +67,9 @@ feedback: $(STAMP)
 
 grades: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder export --to grades.csv
+
+report: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder report
 
 selftest: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder selftest

@@ -37,3 +37,16 @@ c.Autograde.autograde_preprocessors = [
 # Flooded output is cut to this many lines per cell (nbgrader's LimitOutput).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
+
+# `nbgrader zip_collect` (LMS downloads, see `python -m autograder collect`): which student a file
+# belongs to is read from its path; the rule and examples are in autograder/collect.py.
+from autograder.collect import NAMED_REGEXP  # noqa: E402
+
+c.FileNameCollectorPlugin.named_regexp = NAMED_REGEXP
+
+# Feedback HTML is made from the autograded notebook, where nbgrader has put the hidden tests back
+# (by design, nbgrader issue #917): strip them again so that feedback shows the results, not the tests.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]

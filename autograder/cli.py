@@ -77,6 +77,29 @@ def cmd_export(args):
     print(f"grades -> {args.to}")
 
 
+def cmd_collect(args):
+    from autograder.collect import collect, report_lines
+
+    section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    for line in report_lines(collect(COURSE, section, Path(args.zip) if args.zip else None, force=args.force)):
+        print(line)
+
+
+def cmd_report(args):
+    from autograder.reports import make_reports
+
+    written, problems = make_reports(COURSE, _sections(args), Path(args.out))
+    if len(written) == 1:
+        print("成绩库中还没有这些作业的学生成绩：先收集、评分（make grade）")
+    for path in written:
+        print(f"wrote {path}")
+    for problem in problems:
+        print(f"反馈问题 {problem}", file=sys.stderr)
+    print(f"反馈检查：{'发现 %d 个问题（见上）' % len(problems) if problems else '没有发现问题'}")
+    if problems:
+        raise SystemExit(1)
+
+
 def cmd_selftest(args):
     bad = False
     with tempfile.TemporaryDirectory() as tmp:
@@ -114,18 +137,26 @@ def main(argv=None):
         ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
         ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
         ("export", cmd_export, "export all grades to a CSV file"),
+        ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
+        ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
         ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
     ]:
         p = sub.add_parser(name, help=help_)
         p.set_defaults(fn=fn)
         if name == "export":
             p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
+        elif name == "collect":
+            p.add_argument("section", help="the assignment (section) the download belongs to")
+            p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")
+            p.add_argument("--force", action="store_true", help="replace submissions already in submitted/")
         else:
             p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
         if name == "autograde":
             p.add_argument("--student", action="append", help="only this student (repeatable)")
             p.add_argument("--force", action="store_true", help="regrade submissions already graded")
             p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
+        if name == "report":
+            p.add_argument("--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)")
     args = parser.parse_args(argv)
     args.fn(args)
 
