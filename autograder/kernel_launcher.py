@@ -36,6 +36,7 @@ def enter_scratch_folder() -> Path:
         os.environ[var] = str(scratch)
     # The shared XLA cache is a file other students' kernels would load: a sandboxed kernel neither reads nor writes it.
     os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    os.environ.pop("S04_GRADEBOOK_URL", None)  # a server gradebook's password (book page 教师指南) is not for students
     os.chdir(scratch)
     return scratch
 

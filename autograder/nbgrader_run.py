@@ -27,13 +27,26 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     return proc
 
 
+def gradebook_url(course_dir: Path) -> str:
+    """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
+    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``."""
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    course = Path(course_dir).resolve()
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    except ConfigFileNotFound:
+        config = {}
+    url = config["CourseDirectory"].get("db_url") if "CourseDirectory" in config else None
+    return url or f"sqlite:///{course / 'gradebook.db'}"
+
+
 def gradebook_scores(course_dir: Path, assignment: str) -> dict:
     """``{student: {notebook: {"auto": (score, max), "manual_max": max}}}`` from the gradebook."""
     from nbgrader.api import Gradebook
 
-    url = f"sqlite:///{Path(course_dir) / 'gradebook.db'}"
     out: dict = {}
-    with Gradebook(url) as gb:
+    with Gradebook(gradebook_url(course_dir)) as gb:
         for sub in gb.assignment_submissions(assignment):
             for nb in sub.notebooks:
                 auto = [g for g in nb.grades if g.cell.cell_type == "code"]

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 from autograder.data import DATA_DIR
+from autograder.nbgrader_run import gradebook_url
 
 CSV_FIELDS = ["section", "student", "exercise", "status", "auto_score", "auto_max",
               "manual_score", "manual_max", "score", "max_score"]
@@ -30,20 +31,6 @@ MIN_DIGITS = 6  # a number with this many significant digits equal to a hidden v
 
 
 # --- (a) scores -----------------------------------------------------------------------------------
-
-def gradebook_url(course_dir: Path) -> str:
-    """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
-    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``."""
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-    course = Path(course_dir).resolve()
-    try:
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    except ConfigFileNotFound:
-        config = {}
-    url = config["CourseDirectory"].get("db_url") if "CourseDirectory" in config else None
-    return url or f"sqlite:///{course / 'gradebook.db'}"
-
 
 def score_rows(course_dir: Path, sections) -> list[dict]:
     """One dict per (section, student, exercise), for every student in the gradebook.

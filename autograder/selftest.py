@@ -88,5 +88,5 @@ def run_section(section: str, course_dir: Path) -> SectionReport:
 
 def scratch_course(dst: Path, src: Path) -> Path:
     """Copy the course folder (sources and config only) to ``dst``."""
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "gradebook.db", ".jax_cache", ".grading", "*.ipynb"))
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "downloaded", "reports", "gradebook.db", ".grading", "*.ipynb"))
     return dst
