@@ -1,6 +1,7 @@
 """Start an IPython kernel under resource limits and in a sandbox (the grading kernel of :mod:`autograder.limits`).
 
-``python -m autograder.kernel_launcher --memory-bytes N --file-bytes M [--no-sandbox] -f CONNECTION_FILE``
+``python -m autograder.kernel_launcher --memory-bytes N --file-bytes M [--no-sandbox] -f CONNECTION_FILE
+[--s04-exercise=NAME]``
 caps the kernel's address space (RLIMIT_AS) and output-file size, moves it into a private
 scratch folder, confines it with Landlock (:mod:`autograder.sandbox`: no access to reference
 data, reference solutions, the gradebook or other students' folders; no signals to the
@@ -50,6 +51,9 @@ def _split_args(argv: list[str]) -> tuple[dict, list[str]]:
         elif argv[i] == "--no-sandbox":
             options["--no-sandbox"] = True
             i += 1
+        elif argv[i].startswith(sandbox.EXERCISE_ARGUMENT):
+            options["exercise"] = argv[i][len(sandbox.EXERCISE_ARGUMENT):]
+            i += 1
         else:
             rest.append(argv[i])
             i += 1
@@ -62,7 +66,8 @@ def main(argv=None) -> None:
     if not options.get("--no-sandbox"):
         connection_file = kernel_args[kernel_args.index("-f") + 1]
         scratch = enter_scratch_folder()
-        sandbox.confine(scratch, extra_readable=(Path(connection_file).resolve(),))
+        support = sandbox.support_module(options["exercise"]) if "exercise" in options else ()
+        sandbox.confine(scratch, extra_readable=(Path(connection_file).resolve(), *support))
     from ipykernel import kernelapp
 
     sys.argv = [sys.argv[0], *kernel_args]

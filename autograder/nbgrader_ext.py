@@ -5,7 +5,9 @@
   section, and the class run logs a traceback. This one records the death in the cell where
   it happened and marks every later code cell with an error, so the cells graded before keep
   their points, the unexecuted graded cells score zero (nbgrader gives full marks to a graded
-  cell without an error), and the feedback says what happened.
+  cell without an error), and the feedback says what happened. It also passes the notebook's
+  name to the grading kernel, which may then read that exercise's support module
+  (``autograder/kernel_support/<exercise>.py``, see :mod:`autograder.sandbox`).
 * :class:`ExternalVerdict`: runs after execution, in the nbgrader process. For every graded
   code cell it takes the results the kernel recorded (:mod:`autograder.capture`), scores them
   against the reference data (:mod:`autograder.grading`) and REPLACES the cell's outputs with
@@ -23,6 +25,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 
 from autograder.capture import MIME, MalformedRecord
 from autograder.grading import score
+from autograder.sandbox import EXERCISE_ARGUMENT
 
 KERNEL_DIED = ("内核在执行这个单元时意外退出（例如调用了 os._exit / sys.exit 之外的强制退出、段错误，"
                "或超出了评分时的内存上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。")
@@ -38,6 +41,10 @@ class SafeExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._kernel_died = False
+        # tell the kernel launcher which exercise it grades: it may read that exercise's support module only
+        name = ((resources or {}).get("metadata") or {}).get("name", "")
+        base = [a for a in self.extra_arguments if not a.startswith(EXERCISE_ARGUMENT)]
+        self.extra_arguments = base + ([EXERCISE_ARGUMENT + name] if name else [])
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):

@@ -10,6 +10,9 @@ starts. The kernel may then
 * read ``course_lib`` and the few ``autograder`` files a graded cell imports, including the
   hidden *inputs* (``autograder/inputs``), never the expected values (``autograder/data``)
   or the reference solutions (``autograder/reference``);
+* read ``autograder/kernel_support/<exercise>.py`` (and ``<section>_common.py``) for the one exercise it grades (named by the
+  nbgrader process, :class:`autograder.nbgrader_ext.SafeExecute`): code a hidden cell needs that is
+  not an answer of that exercise, e.g. earlier stages' reference building blocks of the project;
 * list folders of the repository (file names are not secret) but read no other file in it;
 * write only inside its own private scratch folder (its HOME, TMPDIR and working folder).
 
@@ -39,7 +42,10 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the onl
 
 ROOT = Path(__file__).resolve().parents[1]
 #: repository files a grading kernel needs besides course_lib (the capture side of autograder)
-KERNEL_READABLE = ("autograder/__init__.py", "autograder/capture.py", "autograder/inputs", "course_lib")
+KERNEL_READABLE = ("autograder/__init__.py", "autograder/capture.py", "autograder/inputs", "course_lib",
+                   "autograder/kernel_support/__init__.py")
+SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
+EXERCISE_ARGUMENT = "--s04-exercise="  # kernel argument naming the exercise being graded
 SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/opt")
 
 
@@ -98,6 +104,15 @@ def _add_rule(ruleset_fd: int, path: Path, rights: int, handled: int) -> None:
                  ctypes.byref(attr), ctypes.c_uint32(0))
     finally:
         os.close(fd)
+
+
+def support_module(exercise: str) -> tuple:
+    """The kernel support modules the kernel grading ``exercise`` may read: ``<exercise>.py`` and the
+    section's ``<section>_common.py`` (e.g. ``mini_diffsim_common.py`` for ``mini_diffsim_p3``), those that exist."""
+    if not exercise.isidentifier():
+        raise ValueError(f"not an exercise name: {exercise!r}")
+    names = (f"{exercise}.py", f"{exercise.rsplit('_', 1)[0]}_common.py")
+    return tuple(SUPPORT_DIR / n for n in names if (SUPPORT_DIR / n).is_file())
 
 
 def readable_paths(extra: tuple = ()) -> list[Path]:

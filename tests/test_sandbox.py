@@ -6,7 +6,6 @@ it must not read the reference data or solutions, not write anywhere but its scr
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -68,3 +67,34 @@ def test_confined_process_reads_only_what_it_needs(tmp_path):
     assert not (outside / "gradebook.db").exists()
     if sandbox.abi_version() >= 6:  # signal scoping: the grader cannot be killed from the kernel
         assert report["signal_parent"] == "PermissionError", report
+
+
+def test_kernel_reads_only_its_own_exercise_support(tmp_path, monkeypatch):
+    support = tmp_path / "kernel_support"
+    support.mkdir()
+    for name in ("proj_p1.py", "proj_p2.py", "proj_common.py"):
+        (support / name).write_text("VALUE = 1\n")
+    monkeypatch.setattr(sandbox, "SUPPORT_DIR", support)
+    assert sandbox.support_module("proj_p2") == (support / "proj_p2.py", support / "proj_common.py")
+    assert sandbox.support_module("other_ex1") == ()
+    with pytest.raises(ValueError):
+        sandbox.support_module("../data/s04_1_ex1")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    probe = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from autograder import sandbox
+        support, scratch = Path(sys.argv[1]), Path(sys.argv[2])
+        sandbox.confine(scratch, extra_readable=(support / "proj_p2.py", support / "proj_common.py"))
+        for name in ("proj_p2.py", "proj_common.py", "proj_p1.py"):
+            try:
+                (support / name).read_text()
+                print(name, "ok")
+            except PermissionError:
+                print(name, "PermissionError")
+    """)
+    proc = subprocess.run([sys.executable, "-c", probe, str(support), str(scratch)], capture_output=True, text=True,
+                          timeout=120, cwd=scratch)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:3] == ["proj_p2.py ok", "proj_common.py ok", "proj_p1.py PermissionError"], proc.stdout
