@@ -1,7 +1,7 @@
 """Start an IPython kernel under resource limits and in a sandbox (the grading kernel of :mod:`autograder.limits`).
 
 ``python -m autograder.kernel_launcher --memory-bytes N --file-bytes M [--no-sandbox] -f CONNECTION_FILE
-[--s04-exercise=NAME]``
+[--S04Grading.exercise=NAME]``
 caps the kernel's address space (RLIMIT_AS) and output-file size, moves it into a private
 scratch folder, confines it with Landlock (:mod:`autograder.sandbox`: no access to reference
 data, reference solutions, the gradebook or other students' folders; no signals to the

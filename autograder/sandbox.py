@@ -45,7 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNEL_READABLE = ("autograder/__init__.py", "autograder/capture.py", "autograder/inputs", "course_lib",
                    "autograder/kernel_support/__init__.py")
 SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
-EXERCISE_ARGUMENT = "--s04-exercise="  # kernel argument naming the exercise being graded
+# kernel argument naming the exercise being graded; a traitlets-style option, so that an ordinary
+# ipykernel started without our launcher (plain `nbgrader autograde`) accepts and ignores it
+EXERCISE_ARGUMENT = "--S04Grading.exercise="
 SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/opt")
 
 
