@@ -48,7 +48,8 @@ SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
 # kernel argument naming the exercise being graded; a traitlets-style option, so that an ordinary
 # ipykernel started without our launcher (plain `nbgrader autograde`) accepts and ignores it
 EXERCISE_ARGUMENT = "--S04Grading.exercise="
-SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/opt")
+# no /opt, /srv or /home: a course folder kept there would become readable (the interpreter and venv are added explicitly)
+SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys")
 
 
 class _RulesetAttr(ctypes.Structure):
