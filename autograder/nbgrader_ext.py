@@ -87,14 +87,17 @@ def verdict_outputs(cell) -> list:
     errors = [o for o in cell.outputs if o.output_type == "error"]
     records = [o.data[MIME] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
                and MIME in o.get("data", {})]
-    if errors or len(records) != 1:
-        # an error (timeout, dead kernel, a broken grade function) or no/several records: zero
-        return [_stdout(f"[{exercise}] {name}: {NO_RECORD if not records or errors else BAD_RECORD}"), *errors[:1],
-                *([] if errors else [_error("NoResultRecord", NO_RECORD)])]
+    # an error (timeout, dead kernel, a broken grade function), no record or several: zero
+    if errors or not records:
+        return [_stdout(f"[{exercise}] {name}: {NO_RECORD}"), *(errors[:1] or [_error("NoResultRecord", NO_RECORD)])]
+    if len(records) > 1:
+        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)]
     try:
         earned, _, feedback = score(exercise, name, records[0])
-    except MalformedRecord:
-        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)]
+    except (MalformedRecord, RecursionError, TypeError, ValueError, KeyError, IndexError) as exc:
+        # whatever a forged record makes the verdict raise costs this cell, never the grading run
+        detail = "" if isinstance(exc, MalformedRecord) else f"（{type(exc).__name__}）"
+        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}{detail}"), _error("MalformedResultRecord", BAD_RECORD)]
     return [_stdout(feedback), _score_output(earned)]
 
 
