@@ -20,6 +20,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.compare import add_mistake_message
+from autograder.kernel_support.s04_6_common import NO_CALLS, flags_as_codes
 from autograder.registry import Check, Output, WrongAnswer, register
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -214,23 +215,6 @@ def directional_checks(u, directions, eps):
 
 #: what the grader reports for "loss was never called": compare()'s generic all-zero diagnosis
 #: ("the graph was cut") would otherwise fire on a count of 0 before the named mistake is tried
-NO_CALLS = -1
-
-
-def count_loss_calls(student_fn, loss):
-    """Wrap the student's ``directional_checks`` for grading: ``(rows, measured loss calls)``.
-
-    ``loss`` is the notebook's counting loss; it is reset before every call, so the count is
-    measured per hidden case whatever ran before. A count of 0 is reported as :data:`NO_CALLS`.
-    """
-    def graded(u, directions, eps):
-        loss.reset()
-        rows = student_fn(u, directions, eps)
-        return rows, (loss.calls if loss.calls else NO_CALLS)
-
-    return graded
-
-
 def _count_variant(calls):
     def fn(u, directions, eps):
         return directional_checks(u, directions, eps)[0], calls
@@ -357,35 +341,11 @@ def ad_fd_disagreement(points, eps, tol):
 #: handles bool arrays, but its generic "all zero: the graph was cut" diagnosis would fire on an
 #: all-False answer; with two non-zero codes a wrong set is reported as a mismatch (or as a named
 #: mistake), exactly as before. The student still returns a bool array (the self-check asserts it).
-DISAGREE_CODE, AGREE_CODE = 1.0, 2.0
-
-
-def _codes(flags):
-    return np.where(np.asarray(flags, dtype=bool), DISAGREE_CODE, AGREE_CODE)
-
-
-def boolean_as_codes(student_fn):
-    """Wrap the student's ``ad_fd_disagreement`` for grading: its boolean (or 0/1) answer becomes codes.
-
-    Anything else (wrong arity, floats, strings) is passed on unchanged, so ``grade`` reports it as usual.
-    """
-    def graded(points, eps, tol):
-        result = student_fn(points, eps, tol)
-        if isinstance(result, (tuple, list)) and len(result) == 2:
-            try:
-                flags = np.asarray(result[1])
-            except Exception:  # noqa: BLE001 - leave it to grade() to report
-                return result
-            if flags.dtype == bool or (np.issubdtype(flags.dtype, np.integer) and np.isin(flags, (0, 1)).all()):
-                return result[0], _codes(flags)
-        return result
-
-    return graded
 
 
 def _graded_reference(points, eps, tol):
     rel, disagree = ad_fd_disagreement(points, eps, tol)
-    return rel, _codes(disagree)
+    return rel, flags_as_codes(disagree)
 
 
 def _disagreement_variant(name):
@@ -403,7 +363,7 @@ def _disagreement_variant(name):
             disagree = _NON_SMOOTH.copy()
         else:  # s046_inverted
             disagree = ~disagree
-        return rel, _codes(disagree)
+        return rel, flags_as_codes(disagree)
 
     return fn
 

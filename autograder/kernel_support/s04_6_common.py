@@ -1,0 +1,50 @@
+"""Grading-side wrappers of S04.6's hidden cells (they run in the sandboxed kernel; no answers here).
+
+``count_loss_calls`` measures how many loss evaluations a student's ``directional_checks`` makes;
+``boolean_as_codes`` turns the boolean answer of ``ad_fd_disagreement`` into non-zero codes, so the
+comparison never meets an all-zero (all-agree) result it would misdiagnose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NO_CALLS = -1
+DISAGREE_CODE, AGREE_CODE = 1.0, 2.0
+
+
+def count_loss_calls(student_fn, loss):
+    """Wrap the student's ``directional_checks`` for grading: ``(rows, measured loss calls)``.
+
+    ``loss`` is the notebook's counting loss; it is reset before every call, so the count is
+    measured per hidden case whatever ran before. A count of 0 is reported as :data:`NO_CALLS`.
+    """
+    def graded(u, directions, eps):
+        loss.reset()
+        rows = student_fn(u, directions, eps)
+        return rows, (loss.calls if loss.calls else NO_CALLS)
+
+    return graded
+
+
+def flags_as_codes(flags):
+    return np.where(np.asarray(flags, dtype=bool), DISAGREE_CODE, AGREE_CODE)
+
+
+def boolean_as_codes(student_fn):
+    """Wrap the student's ``ad_fd_disagreement`` for grading: its boolean (or 0/1) answer becomes codes.
+
+    Anything else (wrong arity, floats, strings) is passed on unchanged, so ``grade`` reports it as usual.
+    """
+    def graded(points, eps, tol):
+        result = student_fn(points, eps, tol)
+        if isinstance(result, (tuple, list)) and len(result) == 2:
+            try:
+                flags = np.asarray(result[1])
+            except Exception:  # noqa: BLE001 - leave it to grade() to report
+                return result
+            if flags.dtype == bool or (np.issubdtype(flags.dtype, np.integer) and np.isin(flags, (0, 1)).all()):
+                return result[0], flags_as_codes(flags)
+        return result
+
+    return graded
