@@ -64,12 +64,12 @@ def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
                 graded[meta["grade_id"]] = meta["points"]
                 # the verdict outside the kernel scores exactly one recorded check per graded cell
                 assert len(GRADE_CALL.findall(cell.source)) == 1, f"{exercise}/{meta['grade_id']}"
-            if cell.cell_type == "code":  # the sandboxed grading kernel cannot read these (autograder/sandbox.py)
-                for unreadable in ("autograder.reference", "autograder.data", "autograder/data", "autograder/reference"):
-                    assert unreadable not in cell.source, f"{exercise}/{meta.get('grade_id')} uses {unreadable}"
                 for key, check in checks.items():
                     if check.exercise == exercise and f'"{check.name}"' in cell.source:
                         assert check.points == meta["points"], f"{key}: registry says {check.points}, cell says {meta['points']}"
+            if cell.cell_type == "code":  # the sandboxed grading kernel cannot read these (autograder/sandbox.py)
+                for unreadable in ("autograder.reference", "autograder.data", "autograder/data", "autograder/reference"):
+                    assert unreadable not in cell.source, f"{exercise}/{meta.get('grade_id')} uses {unreadable}"
         if graded:
             assert WRONG_ANSWERS.get(exercise), f"{exercise} has no plausible wrong answer"
 
