@@ -4,12 +4,7 @@ Sources are MyST markdown (``source/<section>/<exercise>.md``, readable diffs);
 ``python -m autograder build`` turns them into the ``.ipynb`` files nbgrader reads.
 """
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (
-    AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades,
-)
-
-from autograder.nbgrader_ext import ExternalVerdict, SafeExecute
+from autograder.verdict.pipeline import AUTOGRADE_PREPROCESSORS, FEEDBACK_PREPROCESSORS
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -27,26 +22,20 @@ c.Execute.interrupt_on_timeout = True
 # (wait 4 s, then fail the WHOLE submission) turned slowness into a lost grade. Wait longer, never fail.
 c.Execute.iopub_timeout = 30
 c.Execute.raise_on_iopub_timeout = False
-# nbgrader's autograde pipeline with Execute replaced: a kernel that dies (os._exit, segfault,
-# memory limit) costs the cells after it, not the whole submission; and the graded cells are
-# scored OUTSIDE the student's kernel from the results it recorded (see autograder/nbgrader_ext.py).
-c.Autograde.autograde_preprocessors = [
-    SafeExecute, ExternalVerdict, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata,
-]
+# nbgrader's autograde pipeline with Execute replaced: student code runs in the confined grading
+# kernel, a kernel that dies costs the cells after it, not the whole submission, and the graded
+# cells are scored OUTSIDE the student's kernel (the list and its order: autograder/verdict/pipeline.py).
+c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
 # Flooded output is cut to this many lines per cell (nbgrader's LimitOutput).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
 
 # `nbgrader zip_collect` (LMS downloads, see `python -m autograder collect`): which student a file
-# belongs to is read from its path; the rule and examples are in autograder/collect.py.
-from autograder.collect import NAMED_REGEXP  # noqa: E402
+# belongs to is read from its path; the rule and examples are in autograder/ops/collect.py.
+from autograder.ops.collect import NAMED_REGEXP  # noqa: E402
 
 c.FileNameCollectorPlugin.named_regexp = NAMED_REGEXP
 
 # Feedback HTML is made from the autograded notebook, where nbgrader has put the hidden tests back
-# (by design, nbgrader issue #917): strip them again so that feedback shows the results, not the tests.
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
-
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]
+# (by design, nbgrader issue #917): the feedback pipeline strips them again.
+c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS

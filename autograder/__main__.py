@@ -1,3 +1,3 @@
-from autograder.cli import main
+from autograder.ops.cli import main
 
 main()

@@ -17,11 +17,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.classrun import fingerprint, grade_class, read_ledger
-from autograder.nbgrader_run import gradebook_scores, nbgrader
-from autograder.reference import WRONG_ANSWERS
-from autograder.selftest import _solution_sources, graded_cell_text, make_submission, scratch_course
-from autograder.sources import build_all
+from autograder.ops.classrun import fingerprint, grade_class, read_ledger
+from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
+from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.ops.selftest import _solution_sources, graded_cell_text, make_submission, scratch_course
+from autograder.authoring.sources import build_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
@@ -105,7 +105,7 @@ def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_
     course_a, _ = uninterrupted
     course_b = scratch_course(tmp_path / "course", ROOT / "assignments")
     _make_class(course_b)
-    script = ("import sys; from pathlib import Path; from autograder.classrun import grade_class; "
+    script = ("import sys; from pathlib import Path; from autograder.ops.classrun import grade_class; "
               f"grade_class(Path(sys.argv[1]), [{SECTION!r}], workers=2, progress=False)")
     proc = subprocess.Popen([sys.executable, "-c", script, str(course_b)], env={**os.environ})
     ledger = course_b / ".grading" / "ledger" / SECTION

@@ -18,15 +18,15 @@ from unittest import mock
 import nbformat
 import pytest
 
-from autograder import cli
-from autograder.classrun import grade_class
-from autograder.collect import collect, match
-from autograder.nbgrader_run import gradebook_scores, nbgrader
-from autograder.reference import WRONG_ANSWERS
-from autograder.reports import (check_feedback, check_feedback_html, data_values, graded_cells, hidden_test_lines,
+from autograder.ops import cli
+from autograder.ops.classrun import grade_class
+from autograder.ops.collect import collect, match
+from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
+from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.ops.reports import (check_feedback, check_feedback_html, data_values, graded_cells, hidden_test_lines,
                                 make_reports, overview_figure, score_rows)
-from autograder.selftest import _solution_sources, make_submission, scratch_course
-from autograder.sources import build_all
+from autograder.ops.selftest import _solution_sources, make_submission, scratch_course
+from autograder.authoring.sources import build_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
@@ -150,7 +150,7 @@ def test_scores_csv_and_overview_figure(graded, tmp_path):
     # the Chinese-label branch, whatever fonts this machine has (a font without CJK glyphs just warns)
     import matplotlib
 
-    with mock.patch("autograder.reports.cjk_font", return_value=str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf")):
+    with mock.patch("autograder.ops.reports.cjk_font", return_value=str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf")):
         with pytest.warns(UserWarning, match="missing from font"):
             overview_figure(score_rows(course, [SECTION]), tmp_path / "zh.png")
     assert (tmp_path / "zh.png").stat().st_size > 10_000
@@ -189,7 +189,7 @@ def test_course_config_sets_collector_and_feedback():
     from nbgrader.preprocessors import ClearHiddenTests
     from traitlets.config.loader import PyFileConfigLoader
 
-    from autograder.collect import NAMED_REGEXP
+    from autograder.ops.collect import NAMED_REGEXP
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.FileNameCollectorPlugin.named_regexp == NAMED_REGEXP
@@ -197,7 +197,7 @@ def test_course_config_sets_collector_and_feedback():
 
 
 def test_reports_read_the_gradebook_nbgrader_is_configured_with(tmp_path):
-    from autograder.nbgrader_run import gradebook_url
+    from autograder.ops.nbgrader_run import gradebook_url
 
     (tmp_path / "nbgrader_config.py").write_text(
         'c = get_config()\nc.CourseDirectory.db_url = "postgresql://grader@db.example/s04"\n')

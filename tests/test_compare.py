@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from autograder.compare import compare, tolerance
-from autograder.capture import to_inputs
+from autograder.verdict.compare import compare, tolerance
+from autograder.kernel.capture import to_inputs
 
 
 def test_tolerance_follows_dtype_and_kind():
@@ -81,7 +81,7 @@ def test_integer_kind_counts_mismatches_without_float_diagnoses():
 def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):
     import json
 
-    from autograder.classrun import precheck
+    from autograder.ops.classrun import precheck
 
     cases = {
         "{not json": "不是合法的",

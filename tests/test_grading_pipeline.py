@@ -13,13 +13,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import data, sources
-from autograder.capture import INPUTS_DIR
-from autograder.reference import SECTIONS, WRONG_ANSWERS
-from autograder.nbgrader_ext import GRADE_CALL
-from autograder.registry import all_checks
-from autograder.release_scan import scan_release
-from autograder.selftest import run_section, scratch_course
+from autograder.authoring import regenerate as data, sources
+from autograder.kernel.capture import INPUTS_DIR
+from autograder.verdict.data import load
+from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
+from autograder.verdict.preprocessors import GRADE_CALL
+from autograder.authoring.registry import all_checks
+from autograder.authoring.release_scan import scan_release
+from autograder.ops.selftest import run_section, scratch_course
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "assignments"
@@ -68,7 +69,7 @@ def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
                     if check.exercise == exercise and f'"{check.name}"' in cell.source:
                         assert check.points == meta["points"], f"{key}: registry says {check.points}, cell says {meta['points']}"
             if cell.cell_type == "code":  # the sandboxed grading kernel cannot read these (autograder/sandbox.py)
-                for unreadable in ("autograder.reference", "autograder.data", "autograder/data", "autograder/reference"):
+                for unreadable in ("autograder.authoring.reference", "autograder.data", "autograder/data", "autograder/authoring/reference"):
                     assert unreadable not in cell.source, f"{exercise}/{meta.get('grade_id')} uses {unreadable}"
         if graded:
             assert WRONG_ANSWERS.get(exercise), f"{exercise} has no plausible wrong answer"
@@ -86,5 +87,5 @@ def test_reference_data_regenerates_identically(tmp_path):
 
 def test_kernel_inputs_hold_no_expected_values():
     for path in INPUTS_DIR.glob("*.json"):
-        full = data.load(path.stem)
+        full = load(path.stem)
         assert json.loads(path.read_text(encoding="utf-8")) == data.inputs_only(full)

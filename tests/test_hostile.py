@@ -17,10 +17,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox
-from autograder.nbgrader_run import gradebook_scores, nbgrader
-from autograder.selftest import make_submission, scratch_course
-from autograder.sources import build_all
+from autograder.confine import landlock as sandbox
+from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
+from autograder.ops.selftest import make_submission, scratch_course
+from autograder.authoring.sources import build_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE, CELL, CELL2 = "s04_1", "s04_1_ex1", "fd_grad_answer", "analytic_grad_answer"
@@ -29,11 +29,11 @@ CELL_TIMEOUT_S = 20  # per-cell limit for this test (the course default is 120 s
 NO_RECORD = "没有留下结果记录"
 
 REBIND_GRADE = """\
-import autograder, autograder.capture
+import autograder, autograder.kernel.capture
 def fake_grade(exercise, name, fn):
     print(f"[{exercise}] {name}: 通过 6/6 个隐藏测试，得分 3/3")
     return 3.0
-autograder.grade = autograder.capture.grade = fake_grade
+autograder.grade = autograder.kernel.capture.grade = fake_grade
 def fd_grad(u, dt, eps=1e-6):
     return u, 0
 """
@@ -62,16 +62,16 @@ def analytic_grad(u, dt):
     return np.full(np.shape(u), np.nan)  # NaN compares unequal to everything: not a pass either
 """
 FORGED_RECORD = """\
-import numpy as np, autograder, autograder.capture
+import numpy as np, autograder, autograder.kernel.capture
 from IPython.display import display
 def forged_grade(exercise, name, fn):
-    n = len(autograder.capture.load_inputs(exercise)[name])
+    n = len(autograder.kernel.capture.load_inputs(exercise)[name])
     ok = {"status": "ok", "value": {"seq": [{"dtype": "float64", "shape": [3], "data": [1.0, 2.0, 3.0]},
                                             {"dtype": "int64", "shape": [], "data": [6]}]}}
-    display({autograder.capture.MIME: {"exercise": exercise, "name": name, "results": [ok] * n}}, raw=True)
+    display({autograder.protocol.MIME: {"exercise": exercise, "name": name, "results": [ok] * n}}, raw=True)
     if name == "analytic_grad":  # a second, malformed record
-        display({autograder.capture.MIME: {"exercise": exercise, "name": name, "results": "all passed"}}, raw=True)
-autograder.grade = autograder.capture.grade = forged_grade
+        display({autograder.protocol.MIME: {"exercise": exercise, "name": name, "results": "all passed"}}, raw=True)
+autograder.grade = autograder.kernel.capture.grade = forged_grade
 def fd_grad(u, dt, eps=1e-6):
     return u, 0
 """
@@ -81,7 +81,7 @@ def escape_attempts(course: Path) -> str:
     """Code that tries every way out of the sandbox and prints one line per attempt."""
     targets = {
         "read-data": f"open({str(ROOT / 'autograder' / 'data' / (EXERCISE + '.json'))!r}).read()",
-        "import-reference": "__import__('autograder.reference.s04_1')",
+        "import-reference": "__import__('autograder.authoring.reference.s04_1')",
         "read-solution": f"open({str(ROOT / 'assignments' / 'source' / SECTION / (EXERCISE + '.md'))!r}).read()",
         "write-gradebook": f"open({str(course / 'gradebook.db')!r}, 'ab').write(b'x')",
         "write-other-student": f"open({str(course / 'submitted' / 'blank' / SECTION / 'x.ipynb')!r}, 'w').write('x')",
@@ -188,7 +188,8 @@ def test_course_config_loads_with_the_limits():
     # nbgrader silently ignores a config file that fails to load: check it loads and says what we rely on
     from traitlets.config.loader import PyFileConfigLoader
 
-    from autograder.nbgrader_ext import ExternalVerdict, SafeExecute
+    from autograder.confine.execute import SafeExecute
+    from autograder.verdict.preprocessors import ExternalVerdict
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.Autograde.autograde_preprocessors[:2] == [SafeExecute, ExternalVerdict]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.confine import landlock as sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(sandbox.abi_version() < 1, reason="this Linux ke
 PROBE = textwrap.dedent("""
     import json, os, signal, sys
     from pathlib import Path
-    from autograder import sandbox
+    from autograder.confine import landlock as sandbox
     root, scratch, outside = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     sandbox.confine(scratch)
     report = {}
@@ -35,10 +35,10 @@ PROBE = textwrap.dedent("""
             report[key] = type(exc).__name__
 
     attempt("import_jax_course_lib", lambda: __import__("course_lib").enable_float64())
-    attempt("read_inputs", lambda: (root / "autograder" / "inputs" / "s04_1_ex1.json").read_text())
-    attempt("import_capture", lambda: __import__("autograder.capture"))
+    attempt("read_inputs", lambda: (root / "autograder" / "kernel" / "inputs" / "s04_1_ex1.json").read_text())
+    attempt("import_capture", lambda: __import__("autograder.kernel.capture"))
     attempt("read_data", lambda: (root / "autograder" / "data" / "s04_1_ex1.json").read_text())
-    attempt("read_reference", lambda: (root / "autograder" / "reference" / "__init__.py").read_text())
+    attempt("read_reference", lambda: (root / "autograder" / "authoring" / "reference" / "__init__.py").read_text())
     attempt("read_source", lambda: (root / "assignments" / "source" / "s04_1" / "s04_1_ex1.md").read_text())
     attempt("list_data_folder", lambda: os.listdir(root / "autograder" / "data"))
     attempt("write_scratch", lambda: (scratch / "x.txt").write_text("mine"))
@@ -84,7 +84,7 @@ def test_kernel_reads_only_its_own_exercise_support(tmp_path, monkeypatch):
     probe = textwrap.dedent("""
         import sys
         from pathlib import Path
-        from autograder import sandbox
+        from autograder.confine import landlock as sandbox
         support, scratch = Path(sys.argv[1]), Path(sys.argv[2])
         sandbox.confine(scratch, extra_readable=(support / "proj_p2.py", support / "proj_common.py"))
         for name in ("proj_p2.py", "proj_common.py", "proj_p1.py"):

@@ -11,7 +11,7 @@ import numpy as np
 
 from autograder.kernel_support.mini_diffsim_common import CLIP, task_step, terminal_value
 
-#: iterations of the long run compared value by value (reproducible: see autograder.reference.mini_diffsim)
+#: iterations of the long run compared value by value (reproducible: see autograder.authoring.reference.mini_diffsim)
 LONG_PREFIX = 4
 #: a gradient spike: a raw norm this far above the clipping threshold
 SPIKE = 10.0 * CLIP

@@ -1,0 +1,352 @@
+"""Reference solutions and graded checks for section S04.1."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+TARGET = 1.0
+
+
+def _terminal_loss(us, dt, integrator):
+    step = cl.make_integrator(integrator, cl.double_integrator, dt)
+    xs = cl.rollout(step, jnp.zeros(2), jnp.reshape(us, (-1, 1)), cl.DoubleIntegratorParams())
+    return 0.5 * (xs[-1, 0] - TARGET) ** 2
+
+
+def analytic_grad(u, dt, integrator="semi_implicit_euler"):
+    """dL/du for L = (x_N - 1)^2 / 2 on the double integrator (one reverse pass)."""
+    return np.asarray(jax.grad(_terminal_loss)(jnp.asarray(u), dt, integrator))
+
+
+def fd_grad(u, dt, eps=1e-6, scheme="central"):
+    """Central-difference gradient and the number of rollouts it used (2N)."""
+    u = np.asarray(u, dtype=np.float64)
+    loss = jax.jit(lambda us: _terminal_loss(us, dt, "semi_implicit_euler"))
+    grad = np.zeros_like(u)
+    count = 0
+    base = float(loss(u)) if scheme == "forward" else None
+    count += scheme == "forward"
+    for i in range(u.size):
+        e = np.zeros_like(u)
+        e[i] = eps
+        if scheme == "forward":
+            grad[i] = (float(loss(u + e)) - base) / eps
+            count += 1
+        else:
+            grad[i] = (float(loss(u + e)) - float(loss(u - e))) / (2 * eps)
+            count += 2
+    return grad, count
+
+
+def _cases():
+    rng = np.random.default_rng(104_101)
+    return [
+        {"u": rng.normal(size=n).round(6), "dt": dt}
+        for n, dt in ((7, 0.05), (23, 0.1), (40, 0.02))
+    ]
+
+
+def _shifted_horizon(u, dt, shift):
+    """What an off-by-one horizon gives: the formula dt^2 (N - i + shift) (x_N - 1)."""
+    g = analytic_grad(u, dt)
+    n = np.arange(len(u))
+    per_step = dt**2 * (len(u) - n)
+    return g / per_step * (per_step + shift * dt**2)
+
+
+register(
+    Check(
+        "s04_1_ex1", "fd_grad", 3.0, _cases,
+        reference=lambda u, dt: (analytic_grad(u, dt), 2 * len(u)),
+        outputs=(Output("中心差分梯度", "finite_difference"), Output("仿真次数")),
+        mistakes={
+            "explicit_euler": lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u)),
+            "rollouts_n": lambda u, dt: (analytic_grad(u, dt), len(u)),
+            "rollouts_n_plus_one": lambda u, dt: (analytic_grad(u, dt), len(u) + 1),
+        },
+    ),
+    Check(
+        "s04_1_ex1", "analytic_grad", 3.0, _cases,
+        reference=lambda u, dt: analytic_grad(u, dt),
+        outputs=(Output("解析梯度", "exact"),),
+        mistakes={
+            "explicit_euler": lambda u, dt: analytic_grad(u, dt, "explicit_euler"),
+            "horizon_minus_one": lambda u, dt: _shifted_horizon(u, dt, -1),
+            "horizon_plus_one": lambda u, dt: _shifted_horizon(u, dt, +1),
+        },
+    ),
+)
+
+
+WRONG_ANSWERS = {
+    "s04_1_ex1": [
+        WrongAnswer(
+            cells={
+                "fd_grad_answer": '''def fd_grad(u, dt, eps=1e-6):
+    u = np.asarray(u, dtype=np.float64)
+    grad = np.zeros_like(u)
+    for i in range(u.size):
+        e = np.zeros_like(u)
+        e[i] = eps
+        grad[i] = (float(terminal_loss(u + e, dt)) - float(terminal_loss(u - e, dt))) / (2 * eps)
+    return grad, u.size  # counts one rollout per component
+''',
+                "analytic_grad_answer": '''def analytic_grad(u, dt):
+    u = np.asarray(u, dtype=np.float64)
+    n = u.size
+    q, v = 0.0, 0.0
+    for a in u:  # explicit Euler: position with the old velocity
+        q += dt * v
+        v += dt * a
+    return (q - 1.0) * dt**2 * (n - 1 - np.arange(n))
+''',
+            },
+            feedback_contains="2N",
+        ),
+    ],
+}
+
+
+# --- s04_1_ex2: system identification of the friction block --------------------------------
+#
+# Model (course_lib.friction_block): m v' = u - b v - f_c tanh(v / v_s), x = (q, v), p = (m, b, f_c),
+# smoothing speed V_SMOOTH (NOT the FrictionBlockParams default 0.01), semi-implicit Euler with step
+# FB_DT. "Measured" data come from RK4 on the same model plus seeded noise, so the identified model
+# (semi-implicit Euler) does not reproduce the data exactly, as with a real robot.
+
+FB_DT = 0.01
+FB_V_SMOOTH = 0.05
+FB_RTOL = 1e-6
+FB_NOISE = 2e-3
+
+add_mistake_message("s041_default_v_smooth", "结果与平滑速度 v_s = 0.01（FrictionBlockParams 的默认值）吻合：本题规定 v_s = V_SMOOTH = 0.05，构造参数时要显式写 v_smooth=V_SMOOTH。")
+add_mistake_message("s041_hard_sign", "结果与用 sign(v) 的硬库仑摩擦吻合：题目要求平滑摩擦 f_c·tanh(v/v_s)，它在 v = 0 附近才可导。")
+add_mistake_message("s041_param_order", "结果与把 p 读成 (m, f_c, b) 吻合：p 的顺序是 (m, b, f_c)，即质量、粘性阻尼、库仑摩擦。")
+add_mistake_message("s041_x0_zero", "结果与“从原点出发仿真”吻合：仿真应从测量到的初始状态 x̂_0 = data['xs'][0] 出发。")
+add_mistake_message("s041_position_only", "结果与“只比较位置”吻合：损失要把位置误差和速度误差都计入（Q = I）。")
+add_mistake_message("s041_mean", "结果与“对平方误差取平均”吻合：本题的损失是对所有时刻、两个状态分量求和，不取平均。")
+add_mistake_message("s041_terminal_only", "结果与只用终点灵敏度 ∂x_N/∂p（2×3 矩阵，秩至多为 2）吻合：要把 k = 0..N 每个时刻的 ∂x_k/∂p 纵向堆叠成 2(N+1)×3 的矩阵再求秩。")
+add_mistake_message("s041_no_threshold", "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。")
+
+
+def _sign_block(x, u, p):
+    """friction_block with the unsmoothed Coulomb term f_c sign(v) (a known mistake)."""
+    friction = p.damping * x[1] + p.coulomb * jnp.sign(x[1])
+    return jnp.stack([x[1], (u[0] - friction) / p.mass])
+
+
+@partial(jax.jit, static_argnames=("integrator", "v_smooth", "hard", "order"))
+def _fb_sim_sens(p, us, x0, integrator="semi_implicit_euler", v_smooth=FB_V_SMOOTH, hard=False, order=(0, 1, 2)):
+    """States (N+1, 2) and stacked sensitivities dx_k/dp (N+1, 2, 3) of the friction block."""
+    step = cl.make_integrator(integrator, _sign_block if hard else cl.friction_block, FB_DT)
+
+    def sim(theta):
+        prm = cl.FrictionBlockParams(theta[order[0]], theta[order[1]], theta[order[2]], v_smooth)
+        return cl.rollout(step, x0, us[:, None], prm)
+
+    return sim(p), jax.jacfwd(sim)(p)
+
+
+FB_PAD = 256  # inputs are zero-padded to this length so each variant compiles once (states up to N are unaffected)
+
+
+def _fb(p, us, x0, **variant):
+    us = np.asarray(us, np.float64)
+    n = us.shape[0]
+    if n > FB_PAD:
+        raise ValueError(f"horizon {n} exceeds FB_PAD = {FB_PAD}")
+    padded = np.concatenate([us, np.zeros(FB_PAD - n)])
+    xs, s = _fb_sim_sens(jnp.asarray(p, jnp.float64), jnp.asarray(padded), jnp.asarray(x0, jnp.float64), **variant)
+    return np.asarray(xs)[: n + 1], np.asarray(s)[: n + 1]
+
+
+def fb_simulate(p, us, x0, **variant):
+    """Reference rollout of the friction block: xs of shape (N+1, 2), xs[0] = x0."""
+    return _fb(p, us, x0, **variant)[0]
+
+
+def fb_sysid_loss_and_grad(p, us, xs, *, x0_zero=False, position_only=False, mean=False, **variant):
+    """L(p) = sum_k ||x_k(p) - xs_k||^2 (simulated from xs[0]) and dL/dp = sum_k 2 (x_k - xs_k)^T dx_k/dp."""
+    xs = np.asarray(xs, np.float64)
+    x_sim, s = _fb(p, us, np.zeros(2) if x0_zero else xs[0], **variant)
+    err = x_sim - xs
+    if position_only:
+        err[:, 1] = 0.0
+    loss = float(np.sum(err**2))
+    grad = 2.0 * np.einsum("ki,kij->j", err, s)
+    if mean:
+        loss, grad = loss / err.size, grad / err.size
+    return loss, grad
+
+
+def fb_sensitivity_rank(p, us, x0, rtol=FB_RTOL, terminal_only=False, no_threshold=False):
+    """Numerical rank of the stacked sensitivities [dx_0/dp; ...; dx_N/dp] (shape 2(N+1) x 3)."""
+    s = _fb(p, us, x0)[1]
+    mat = s[-1] if terminal_only else s.reshape(-1, s.shape[-1])
+    sv = np.linalg.svd(mat, compute_uv=False)
+    if no_threshold:
+        return int(np.sum(sv > 0.0))
+    return int(np.sum(sv > rtol * sv[0])) if sv[0] > 0 else 0
+
+
+def _multisine(rng, n):
+    t = np.arange(n) * FB_DT
+    amps = rng.uniform(0.5, 1.4, 3)
+    omegas = 2 * np.pi * rng.uniform(0.3, 3.0, 3)
+    phases = rng.uniform(0.0, 2 * np.pi, 3)
+    return np.sum(amps * np.sin(t[:, None] * omegas + phases), axis=1).round(6)
+
+
+def _measure(p_true, us, x0, rng):
+    """'Measured' states: RK4 on the same model plus Gaussian noise of standard deviation FB_NOISE."""
+    xs = fb_simulate(p_true, us, x0, integrator="rk4")
+    return xs + FB_NOISE * rng.normal(size=xs.shape)
+
+
+def _fb_sim_cases():
+    rng = np.random.default_rng(104_102)
+    cases = []
+    for n, x0 in ((50, (0.1, -0.2)), (120, (0.0, 0.0)), (200, (-0.3, 0.5))):
+        p = rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6)
+        cases.append({"p": p, "us": _multisine(rng, n), "x0": np.array(x0)})
+    return cases
+
+
+def _fb_sysid_cases():
+    rng = np.random.default_rng(104_103)
+    cases = []
+    for n, x0 in ((50, (0.2, 0.3)), (120, (0.0, 0.0)), (200, (-0.1, -0.4))):
+        p_true = rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6)
+        us = _multisine(rng, n)
+        xs = _measure(p_true, us, np.array(x0), rng)
+        p_guess = (p_true * rng.uniform(0.6, 1.5, 3)).round(6)
+        cases.append({"p": p_guess, "us": us, "xs": xs})
+    return cases
+
+
+def _fb_rank_cases():
+    rng = np.random.default_rng(104_104)
+    p1, p2, p3, p4 = (rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6) for _ in range(4))
+    v1 = -0.6  # constant velocity: the force that exactly balances friction at v1
+    u1 = p1[1] * v1 + p1[2] * np.tanh(v1 / FB_V_SMOOTH)
+    return [
+        {"p": p1, "us": np.full(50, u1), "x0": np.array([0.2, v1])},  # rank 1
+        {"p": p2, "us": np.zeros(120), "x0": np.array([0.0, 0.9])},  # coast-down, no force: rank 2
+        {"p": p3, "us": _multisine(rng, 150), "x0": np.array([0.0, 0.0])},  # rank 3
+        {"p": p4, "us": _multisine(rng, 200), "x0": np.array([0.1, 0.3])},  # rank 3
+    ]
+
+
+_SIM_VARIANTS = {
+    "explicit_euler": {"integrator": "explicit_euler"},
+    "s041_default_v_smooth": {"v_smooth": 0.01},
+    "s041_hard_sign": {"hard": True},
+    "s041_param_order": {"order": (0, 2, 1)},
+}
+_SYSID_VARIANTS = {
+    **_SIM_VARIANTS,
+    "s041_x0_zero": {"x0_zero": True},
+    "s041_position_only": {"position_only": True},
+    "s041_mean": {"mean": True},
+}
+
+
+def _sysid_output(index):
+    def ref(p, us, xs, **variant):
+        return fb_sysid_loss_and_grad(p, us, xs, **variant)[index]
+
+    return ref
+
+
+register(
+    Check(
+        "s04_1_ex2", "simulate", 1.0, _fb_sim_cases,
+        reference=lambda p, us, x0: fb_simulate(p, us, x0),
+        outputs=(Output("状态轨迹", "exact"),),
+        mistakes={name: partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v) for name, v in _SIM_VARIANTS.items()},
+    ),
+    Check(
+        "s04_1_ex2", "sysid_loss", 1.0, _fb_sysid_cases,
+        reference=_sysid_output(0),
+        outputs=(Output("辨识损失", "exact"),),
+        mistakes={name: partial(_sysid_output(0), **v) for name, v in _SYSID_VARIANTS.items()},
+    ),
+    Check(
+        "s04_1_ex2", "sysid_grad", 2.0, _fb_sysid_cases,
+        reference=_sysid_output(1),
+        outputs=(Output("损失对 p 的梯度", "exact"),),
+        mistakes={name: partial(_sysid_output(1), **v) for name, v in _SYSID_VARIANTS.items()},
+    ),
+    Check(
+        "s04_1_ex2", "sensitivity_rank", 3.0, _fb_rank_cases,
+        reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
+        outputs=(Output("数值秩", "exact"),),
+        mistakes={
+            "s041_terminal_only": lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True),
+            "s041_no_threshold": lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True),
+        },
+    ),
+)
+
+
+_EX2_SIMULATE_OK = '''def simulate(p, us, x0):
+    p = jnp.asarray(p, dtype=jnp.float64)
+    prm = cl.FrictionBlockParams(mass=p[0], damping=p[1], coulomb=p[2], v_smooth=V_SMOOTH)
+    step = cl.semi_implicit_euler(cl.friction_block, DT)
+    return cl.rollout(step, jnp.asarray(x0, dtype=jnp.float64), jnp.reshape(jnp.asarray(us, dtype=jnp.float64), (-1, 1)), prm)
+'''
+_EX2_LOSS_OK = '''def sysid_loss(p, data):
+    xs_hat = jnp.asarray(data["xs"])
+    return jnp.sum((simulate(p, data["us"], xs_hat[0]) - xs_hat) ** 2)
+'''
+_EX2_GRAD_OK = '''def sysid_grad(p, data):
+    return jax.grad(sysid_loss)(jnp.asarray(p, dtype=jnp.float64), data)
+'''
+_EX2_RANK_OK = '''def sensitivity_rank(p, us, x0, rtol=RTOL):
+    s = jax.jacfwd(simulate)(jnp.asarray(p, dtype=jnp.float64), us, x0).reshape(-1, 3)
+    sv = np.linalg.svd(np.asarray(s), compute_uv=False)
+    return int(np.sum(sv > rtol * sv[0])) if sv[0] > 0 else 0
+'''
+
+WRONG_ANSWERS["s04_1_ex2"] = [
+    # FrictionBlockParams built without v_smooth: the library default 0.01 instead of V_SMOOTH = 0.05.
+    WrongAnswer(
+        cells={
+            "simulate_answer": '''def simulate(p, us, x0):
+    p = jnp.asarray(p, dtype=jnp.float64)
+    prm = cl.FrictionBlockParams(mass=p[0], damping=p[1], coulomb=p[2])
+    step = cl.semi_implicit_euler(cl.friction_block, DT)
+    return cl.rollout(step, jnp.asarray(x0, dtype=jnp.float64), jnp.reshape(jnp.asarray(us, dtype=jnp.float64), (-1, 1)), prm)
+''',
+            "sysid_loss_answer": _EX2_LOSS_OK,
+            "sysid_grad_answer": _EX2_GRAD_OK,
+            "sensitivity_rank_answer": _EX2_RANK_OK,
+        },
+        feedback_contains="v_s = 0.01",
+    ),
+    # Mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only.
+    WrongAnswer(
+        cells={
+            "simulate_answer": _EX2_SIMULATE_OK,
+            "sysid_loss_answer": '''def sysid_loss(p, data):
+    xs_hat = jnp.asarray(data["xs"])
+    return jnp.mean((simulate(p, data["us"], xs_hat[0]) - xs_hat) ** 2)
+''',
+            "sysid_grad_answer": _EX2_GRAD_OK,
+            "sensitivity_rank_answer": '''def sensitivity_rank(p, us, x0, rtol=RTOL):
+    s_final = jax.jacfwd(lambda q: simulate(q, us, x0)[-1])(jnp.asarray(p, dtype=jnp.float64))  # dx_N/dp, 2x3
+    sv = np.linalg.svd(np.asarray(s_final), compute_uv=False)
+    return int(np.sum(sv > rtol * sv[0]))
+''',
+        },
+        feedback_contains="终点",
+    ),
+]

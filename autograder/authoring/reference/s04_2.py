@@ -1,0 +1,445 @@
+"""Reference solutions and graded checks for section S04.2 (discrete dynamics and sensitivities).
+
+* ``s04_2_ex1``: A, B of explicit and semi-implicit Euler for the double integrator (u = acceleration),
+  as the Jacobians of ``course_lib``'s step functions.
+* ``s04_2_ex2``: the linear inverted pendulum ``c'' = w^2 (c - p_zmp)``, w = sqrt(g/h): its zero-order-hold
+  exact discretisation (matrix exponential of the augmented system) and dx_N/du_0 = A^(N-1) B.
+* ``s04_2_ex3``: along a given pendulum rollout near the upright equilibrium: step Jacobians, per-step
+  spectral norms, log10 singular values of the running product A_k ... A_0, and ||dx_{k+1}/du_0||_2.
+"""
+
+from __future__ import annotations
+
+import functools
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+# --- mistakes this section recognises ------------------------------------------------------------
+
+add_mistake_message("ab_continuous_time", "结果与连续时间矩阵 A_c=∂f/∂x、B_c=∂f/∂u 吻合：那是连续方程右端的导数，还没经过积分器；要对离散步进映射 F_h 求导。")
+add_mistake_message("ab_exact_zoh", "B 的第一个元素是 h²/2：这是输入在一步内保持不变时的精确离散化，不是题目要的欧拉格式（显式欧拉这里是 0，半隐式欧拉是 h²）。")
+add_mistake_message("lipm_explicit_euler", "结果与显式欧拉近似 A = I + Δt·A_c、B = Δt·B_c 吻合：那只是一阶近似，题目要求零阶保持下的精确离散化 A = e^{A_c Δt}（cosh/sinh 的形式）。")
+add_mistake_message("lipm_semi_implicit_euler", "结果与半隐式欧拉步的 Jacobian 吻合：题目要求零阶保持下的精确离散化（矩阵指数），不是任何一种欧拉格式。")
+add_mistake_message("lipm_rk4", "结果与单步 RK4 的 Jacobian 吻合：RK4 只把矩阵指数展开到 4 阶，误差约 (ωΔt)⁵/120；题目要求精确离散化。")
+add_mistake_message("lipm_omega_without_sqrt", "结果与 ω = g/h_com（忘了开方）时的值吻合：自然频率是 ω = √(g/h_com)，即 ω² = g/h_com。")
+add_mistake_message("lipm_rectangle_b", "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。")
+add_mistake_message("chain_transposed_steps", "每一步的 A_k 都被转置了：A_k[i, j] 应是 ∂x_{k+1}[i]/∂x_k[j]（行对应输出、列对应输入）。")
+add_mistake_message("chain_shifted_states", "结果与在 x_{k+1} 处线性化的值吻合：A_k、B_k 要在 (x_k, u_k) 处求，即用 xs 的前 N 行，而不是后 N 行。")
+add_mistake_message("chain_frobenius", "结果与 Frobenius 范数吻合：题目要的是谱范数 ‖A_k‖₂（最大奇异值），例如 np.linalg.norm(A, 2)。")
+add_mistake_message("chain_spectral_radius", "结果与谱半径 max|λ(A_k)| 吻合：题目要的是谱范数（最大奇异值）；对非正规矩阵两者并不相等。")
+add_mistake_message("chain_ascending", "奇异值的顺序反了：每一行应从大到小排列（σ₁ ≥ σ₂）；np.linalg.eigvalsh 等函数是从小到大返回的。")
+add_mistake_message("chain_step_singular_values", "结果与单个 A_k 的奇异值吻合：题目要的是累积乘积 Φ_k = A_k⋯A_1A_0 的奇异值。")
+add_mistake_message("chain_natural_log", "结果与自然对数 ln σ 吻合：题目要求以 10 为底的对数 log10 σ。")
+add_mistake_message("chain_norm_product", "结果与各步范数之积 ‖A_k‖₂⋯‖A_1‖₂·‖B_0‖₂ 吻合：那只是上界；应先把矩阵连乘起来，再对乘积取谱范数。")
+
+# --- exercise 1: double integrator, explicit vs semi-implicit Euler -------------------------------
+
+_DI = cl.DoubleIntegratorParams()  # mass 1: the input is the acceleration
+
+
+def _step_jacobians(step, x, u, p):
+    a, b = jax.jacobian(step, argnums=(0, 1))(x, u, p)
+    return np.asarray(a), np.asarray(b)
+
+
+def ab_explicit(dt):
+    return _step_jacobians(cl.explicit_euler(cl.double_integrator, dt), jnp.array([0.3, -0.2]), jnp.array([0.7]), _DI)
+
+
+def ab_semi_implicit(dt):
+    return _step_jacobians(cl.semi_implicit_euler(cl.double_integrator, dt), jnp.array([0.3, -0.2]), jnp.array([0.7]), _DI)
+
+
+def _ab_continuous(dt):
+    return np.array([[0.0, 1.0], [0.0, 0.0]]), np.array([[0.0], [1.0]])
+
+
+def _ab_exact(dt):
+    return np.array([[1.0, dt], [0.0, 1.0]]), np.array([[dt**2 / 2], [dt]])
+
+
+def _ex1_cases():
+    rng = np.random.default_rng(204_201)
+    return [{"dt": float(round(dt, 4))} for dt in (rng.uniform(0.02, 0.06), rng.uniform(0.12, 0.2), rng.uniform(0.3, 0.5))]
+
+
+_AB_OUTPUTS = (Output("矩阵 A", "exact"), Output("矩阵 B", "exact"))
+
+register(
+    Check(
+        "s04_2_ex1", "ab_explicit", 2.0, _ex1_cases, reference=ab_explicit, outputs=_AB_OUTPUTS,
+        mistakes={"semi_implicit_euler": ab_semi_implicit, "ab_exact_zoh": _ab_exact, "ab_continuous_time": _ab_continuous},
+    ),
+    Check(
+        "s04_2_ex1", "ab_semi_implicit", 2.0, _ex1_cases, reference=ab_semi_implicit, outputs=_AB_OUTPUTS,
+        mistakes={"explicit_euler": ab_explicit, "ab_exact_zoh": _ab_exact, "ab_continuous_time": _ab_continuous},
+    ),
+)
+
+# --- exercise 2: LIPM, zero-order-hold exact discretisation -------------------------------------
+
+GRAVITY = 9.81
+
+
+def _lipm_continuous(h_com, omega_sq=None):
+    w2 = GRAVITY / h_com if omega_sq is None else omega_sq
+    return np.array([[0.0, 1.0], [w2, 0.0]]), np.array([[0.0], [-w2]])
+
+
+def lipm_ab(h_com, dt, omega_sq=None):
+    """A = e^{A_c dt}, B = (int_0^dt e^{A_c s} ds) B_c, from the exponential of the augmented matrix."""
+    a_c, b_c = _lipm_continuous(h_com, omega_sq)
+    aug = np.zeros((3, 3))
+    aug[:2, :2], aug[:2, 2:] = a_c, b_c
+    e = np.asarray(jsl.expm(jnp.asarray(aug * dt)))
+    return e[:2, :2], e[:2, 2:]
+
+
+def _lipm_euler(h_com, dt):
+    a_c, b_c = _lipm_continuous(h_com)
+    return np.eye(2) + dt * a_c, dt * b_c
+
+
+def _lipm_integrator(name):
+    def ab(h_com, dt):
+        step = cl.make_integrator(name, cl.lipm, dt)
+        return _step_jacobians(step, jnp.array([0.05, 0.1]), jnp.array([0.02]), cl.LIPMParams(gravity=GRAVITY, height=h_com))
+    return ab
+
+
+def _lipm_rectangle(h_com, dt):
+    a, _ = lipm_ab(h_com, dt)
+    return a, dt * a @ _lipm_continuous(h_com)[1]
+
+
+def _lipm_no_sqrt(h_com, dt):
+    return lipm_ab(h_com, dt, omega_sq=(GRAVITY / h_com) ** 2)
+
+
+def sensitivity(h_com, dt, N, ab=lipm_ab):
+    """dx_N/du_0 by differentiating an N-step rollout of x_{k+1} = A x_k + B u_k (equals A^(N-1) B)."""
+    a, b = (jnp.asarray(m) for m in ab(h_com, dt))
+
+    def final_state(us):
+        return cl.rollout(lambda x, u, p: a @ x + b @ u, jnp.zeros(2), us, None)[-1]
+
+    return np.asarray(jax.jacobian(final_state)(jnp.zeros((int(N), 1)))[:, 0, :])
+
+
+def _power_sensitivity(shift, ab=lipm_ab):
+    def fn(h_com, dt, N):
+        a, b = ab(h_com, dt)
+        power = int(N) - 1 + shift
+        m = np.linalg.matrix_power(a, power) if power >= 0 else np.linalg.matrix_power(np.linalg.inv(a), -power)
+        return m @ b
+    return fn
+
+
+def _ex2_ab_cases():
+    rng = np.random.default_rng(204_202)
+    heights = rng.uniform(0.45, 1.3, size=3).round(3)
+    return [{"h_com": float(h), "dt": dt} for h, dt in zip(heights, (0.05, 0.012, 0.08))]
+
+
+def _ex2_sens_cases():
+    rng = np.random.default_rng(204_203)
+    heights = rng.uniform(0.45, 1.3, size=4).round(3)
+    return [{"h_com": float(h), "dt": dt, "N": n} for h, dt, n in zip(heights, (0.03, 0.01, 0.02, 0.05), (1, 37, 64, 9))]
+
+
+register(
+    Check(
+        "s04_2_ex2", "lipm_ab", 3.0, _ex2_ab_cases, reference=lipm_ab, outputs=_AB_OUTPUTS,
+        mistakes={
+            "lipm_explicit_euler": _lipm_euler,
+            "lipm_semi_implicit_euler": _lipm_integrator("semi_implicit_euler"),
+            "lipm_rk4": _lipm_integrator("rk4"),
+            "lipm_omega_without_sqrt": _lipm_no_sqrt,
+            "lipm_rectangle_b": _lipm_rectangle,
+            "ab_continuous_time": lambda h_com, dt: _lipm_continuous(h_com),
+        },
+    ),
+    Check(
+        "s04_2_ex2", "sensitivity", 2.0, _ex2_sens_cases, reference=sensitivity,
+        outputs=(Output("∂x_N/∂u_0", "exact"),),
+        mistakes={
+            "horizon_plus_one": _power_sensitivity(+1),
+            "horizon_minus_one": _power_sensitivity(-1),
+            "lipm_explicit_euler": lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler),
+            "lipm_omega_without_sqrt": lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt),
+        },
+    ),
+)
+
+# --- exercise 3: a pendulum rollout near upright, the chain of step Jacobians ---------------------
+
+_PEND = cl.PendulumParams()  # m = 1, l = 1, g = 9.81, b = 0.1
+
+
+def pendulum_rollout(x0, dt, n, us=None):
+    """The rollout the exercise's setup cell provides: semi-implicit Euler, torques ``us`` (zero by default)."""
+    step = cl.semi_implicit_euler(cl.pendulum, dt)
+    us = jnp.zeros((int(n), 1)) if us is None else jnp.asarray(us, dtype=jnp.float64).reshape(int(n), 1)
+    return np.asarray(cl.rollout(step, jnp.asarray(x0, dtype=jnp.float64), us, _PEND)), np.asarray(us)
+
+
+def step_jacobians(xs, us, dt, integrator="semi_implicit_euler", offset=0):
+    step = cl.make_integrator(integrator, cl.pendulum, dt)
+    n = us.shape[0]
+    lin = cl.linearize_trajectory(step, jnp.asarray(xs)[offset:offset + n], jnp.asarray(us), _PEND)
+    return np.asarray(lin.A), np.asarray(lin.B)
+
+
+def _continuous_jacobians(xs, us, dt):
+    n = us.shape[0]
+    a, b = jax.vmap(jax.jacobian(cl.pendulum, argnums=(0, 1)), in_axes=(0, 0, None))(jnp.asarray(xs[:n]), jnp.asarray(us), _PEND)
+    return np.asarray(a), np.asarray(b)
+
+
+def step_norms(As, kind=2):
+    return np.array([np.linalg.norm(a, kind) for a in As])
+
+
+def _spectral_radius(As):
+    return np.array([np.max(np.abs(np.linalg.eigvals(a))) for a in As])
+
+
+def _products(As):
+    out, m = [], np.eye(As.shape[-1])
+    for a in As:
+        m = a @ m
+        out.append(m)
+    return np.array(out)
+
+
+def product_log10_sv(As):
+    """log10 of the singular values of Phi_k = A_k ... A_0, k = 0..N-1, each row descending."""
+    return np.log10(np.linalg.svd(_products(np.asarray(As)), compute_uv=False))
+
+
+def cumulative_grad_norms(As, Bs):
+    """g_k = ||A_k ... A_1 B_0||_2 = ||dx_{k+1}/du_0||_2, k = 0..N-1."""
+    g, out = np.asarray(Bs[0]), []
+    for k, a in enumerate(np.asarray(As)):
+        if k:
+            g = a @ g
+        out.append(np.linalg.norm(g, 2))
+    return np.array(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _ex3_rollouts():
+    rng = np.random.default_rng(204_204)
+    specs = [
+        ((np.pi - 5e-4, 0.0), 0.025, 70, None),
+        ((np.pi + 3e-4, -1e-3), 0.02, 110, None),
+        ((2.4, 0.5), 0.03, 40, 0.5 * rng.normal(size=40)),
+    ]
+    out = []
+    for x0, dt, n, us in specs:
+        xs, us = pendulum_rollout(x0, dt, n, us)
+        out.append((xs, us, dt))
+    return tuple(out)
+
+
+def _ex3_jac_cases():
+    return [{"xs": xs, "us": us, "dt": dt} for xs, us, dt in _ex3_rollouts()]
+
+
+def _ex3_chain_cases(with_b):
+    def cases():
+        out = []
+        for xs, us, dt in _ex3_rollouts():
+            a, b = step_jacobians(xs, us, dt)
+            out.append({"As": a, "Bs": b} if with_b else {"As": a})
+        return out
+    return cases
+
+
+register(
+    Check(
+        "s04_2_ex3", "step_jacobians", 2.0, _ex3_jac_cases, reference=step_jacobians,
+        outputs=(Output("A_k 序列", "exact"), Output("B_k 序列", "exact")),
+        mistakes={
+            "explicit_euler": lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler"),
+            "chain_shifted_states": lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1),
+            "chain_transposed_steps": lambda xs, us, dt: tuple(np.swapaxes(m, 1, 2) if i == 0 else m
+                                                            for i, m in enumerate(step_jacobians(xs, us, dt))),
+            "ab_continuous_time": _continuous_jacobians,
+        },
+    ),
+    Check(
+        "s04_2_ex3", "step_norms", 1.0, _ex3_chain_cases(False), reference=step_norms,
+        outputs=(Output("逐步谱范数", "exact"),),
+        mistakes={"chain_frobenius": lambda As: step_norms(As, "fro"), "chain_spectral_radius": _spectral_radius},
+    ),
+    Check(
+        "s04_2_ex3", "product_log10_sv", 2.0, _ex3_chain_cases(False), reference=product_log10_sv,
+        # sigma_min of a product with condition number c carries a relative error ~ c * eps whatever
+        # the method, so exact agreement to 1e4 eps is not attainable: compare to 1.5e-5 of max |log10 sigma|.
+        outputs=(Output("乘积奇异值的 log10", "finite_difference"),),
+        mistakes={
+            "chain_ascending": lambda As: product_log10_sv(As)[:, ::-1],
+            "chain_step_singular_values": lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False)),
+            "chain_natural_log": lambda As: np.log(10.0) * product_log10_sv(As),
+            "horizon_minus_one": lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]])),
+        },
+    ),
+    Check(
+        "s04_2_ex3", "cumulative_grad_norms", 2.0, _ex3_chain_cases(True), reference=cumulative_grad_norms,
+        outputs=(Output("累计梯度范数", "exact"),),
+        mistakes={
+            "horizon_plus_one": lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))]),
+            "chain_norm_product": lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]])),
+        },
+    ),
+)
+
+# --- plausible wrong submissions ----------------------------------------------------------------
+
+_EX1_SEMI_IMPLICIT_OK = '''def ab_semi_implicit(dt):
+    return np.array([[1.0, dt], [0.0, 1.0]]), np.array([[dt * dt], [dt]])
+'''
+
+_EX2_LIPM_AB_OK = '''def lipm_ab(h_com, dt):
+    w2 = G / h_com
+    aug = np.zeros((3, 3))
+    aug[0, 1], aug[1, 0], aug[1, 2] = 1.0, w2, -w2
+    E = np.asarray(jax.scipy.linalg.expm(jnp.asarray(aug * dt)))
+    return E[:2, :2], E[:2, 2:]
+'''
+
+_EX3_OK = {
+    "step_jacobians_answer": '''def step_jacobians(xs, us, dt):
+    step = make_step(dt)
+    jac = jax.jit(jax.jacobian(step, argnums=(0, 1)))
+    pairs = [jac(jnp.asarray(xs[k]), jnp.asarray(us[k]), P_PEND) for k in range(len(us))]
+    return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+''',
+    "step_norms_answer": '''def step_norms(As):
+    return np.array([np.linalg.norm(A, 2) for A in As])
+''',
+    "product_log10_sv_answer": '''def product_log10_sv(As):
+    Phi, rows = np.eye(2), []
+    for A in As:
+        Phi = A @ Phi
+        rows.append(np.log10(np.linalg.svd(Phi, compute_uv=False)))
+    return np.array(rows)
+''',
+    "cumulative_grad_norms_answer": '''def cumulative_grad_norms(As, Bs):
+    J, out = Bs[0], []
+    for k in range(len(As)):
+        if k > 0:
+            J = As[k] @ J
+        out.append(np.linalg.norm(J, 2))
+    return np.array(out)
+''',
+}
+
+# Each wrong submission fills every solution cell of its notebook: the named bug in some, a correct
+# answer in the others (so the bug is isolated and the score is partial, as for a real student).
+WRONG_ANSWERS = {
+    "s04_2_ex1": [
+        WrongAnswer(  # the two schemes swapped
+            cells={
+                "ab_explicit_answer": '''def ab_explicit(dt):
+    A = np.array([[1.0, dt], [0.0, 1.0]])
+    B = np.array([[dt**2], [dt]])
+    return A, B
+''',
+                "ab_semi_implicit_answer": '''def ab_semi_implicit(dt):
+    A = np.array([[1.0, dt], [0.0, 1.0]])
+    B = np.array([[0.0], [dt]])
+    return A, B
+''',
+            },
+            feedback_contains="题目要求半隐式欧拉",
+        ),
+        WrongAnswer(  # rows and columns mixed up in the explicit scheme: A transposed, B returned as a row
+            cells={
+                "ab_explicit_answer": '''def ab_explicit(dt):
+    A = np.array([[1.0, 0.0], [dt, 1.0]])
+    B = np.array([[0.0, dt]])
+    return A, B
+''',
+                "ab_semi_implicit_answer": _EX1_SEMI_IMPLICIT_OK,
+            },
+            feedback_contains="转置",
+        ),
+    ],
+    "s04_2_ex2": [
+        WrongAnswer(  # the continuous matrices through explicit Euler instead of the exact ZOH map
+            cells={
+                "lipm_ab_answer": '''def lipm_ab(h_com, dt):
+    w2 = G / h_com
+    A = np.eye(2) + dt * np.array([[0.0, 1.0], [w2, 0.0]])
+    B = dt * np.array([[0.0], [-w2]])
+    return A, B
+''',
+                "sensitivity_answer": '''def sensitivity(h_com, dt, N):
+    A, B = lipm_ab(h_com, dt)
+    return np.linalg.matrix_power(A, N - 1) @ B
+''',
+            },
+            feedback_contains="零阶保持",
+        ),
+        WrongAnswer(  # one power of A too many
+            cells={
+                "lipm_ab_answer": _EX2_LIPM_AB_OK,
+                "sensitivity_answer": '''def sensitivity(h_com, dt, N):
+    A, B = lipm_ab(h_com, dt)
+    return np.linalg.matrix_power(A, N) @ B
+''',
+            },
+            feedback_contains="多算一步",
+        ),
+    ],
+    "s04_2_ex3": [
+        WrongAnswer(  # Frobenius norm per step; singular values from eigvalsh of the Gram matrix (ascending)
+            cells={
+                **_EX3_OK,
+                "step_norms_answer": '''def step_norms(As):
+    return np.array([np.linalg.norm(A) for A in As])
+''',
+                "product_log10_sv_answer": '''def product_log10_sv(As):
+    Phi = np.eye(2)
+    rows = []
+    for A in As:
+        Phi = A @ Phi
+        rows.append(0.5 * np.log10(np.linalg.eigvalsh(Phi.T @ Phi)))
+    return np.array(rows)
+''',
+            },
+            feedback_contains="从大到小",
+        ),
+        WrongAnswer(  # Jacobians transposed per step; the gradient "norm" as a product of step norms
+            cells={
+                **_EX3_OK,
+                "step_jacobians_answer": '''def step_jacobians(xs, us, dt):
+    jac = jax.jit(jax.jacobian(make_step(dt), argnums=(0, 1)))
+    As, Bs = [], []
+    for k in range(us.shape[0]):
+        A, B = jac(jnp.asarray(xs[k]), jnp.asarray(us[k]), P_PEND)
+        As.append(np.asarray(A).T)
+        Bs.append(np.asarray(B))
+    return np.array(As), np.array(Bs)
+''',
+                "cumulative_grad_norms_answer": '''def cumulative_grad_norms(As, Bs):
+    g = np.linalg.norm(Bs[0], 2)
+    out = [g]
+    for A in As[1:]:
+        g = g * np.linalg.norm(A, 2)
+        out.append(g)
+    return np.array(out)
+''',
+            },
+            feedback_contains="上界",
+        ),
+    ],
+}

@@ -1,0 +1,477 @@
+"""Reference solutions and graded checks for section S04.4 (contact non-smoothness).
+
+* ``s04_4_ex1``: the 1-D bouncing ball over one step of size h, the impact located inside the step:
+  the next state and the mode it took (``cl.impact_step``), and d x_{k+1} / d v_k in either mode
+  (``jax.jacobian`` of ``cl.impact_step``; a closed form guards it).
+* ``s04_4_ex2``: the sigmoid-softened Heaviside sigma(alpha z) and its derivative in z, for alpha up
+  to 2000 (|alpha z| up to 1000, where a naive exp overflows in float64).
+* ``s04_4_ex3``: one row of a per-step contact log on the box pushed against a wall
+  (``cl.box_wall_step``, two contacts: 0 floor, 1 wall): the contacts that switched mode, normal
+  forces, |tangential| / normal ratios, modes from the friction cone, and ||dL/dx_k|| = ||A_k^T lam_{k+1}||.
+  Hidden steps come from a rollout the student never sees; their modes and forces are course_lib's
+  contact records.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+# --- mistakes this section recognises ------------------------------------------------------------
+
+add_mistake_message("s044_naive_flip_end", "结果与“先按自由落体走完整步、穿地后再把末速度反向乘 e”的朴素映射一致：碰撞时刻 t* 没有进入映射，位置也停在了地面以下。应先求出步内的触地时刻 t*，在 t* 处反射速度，再用剩下的 τ = h − t* 继续飞行。")
+add_mistake_message("s044_naive_semi_implicit", "结果与 cl.naive_impact_step（半隐式欧拉走一步、穿地后再反向速度）一致：碰撞时刻 t* 没有进入映射。本题要的是在步内定位碰撞时刻的精确映射。")
+add_mistake_message("s044_no_restitution", "结果与 e = 1（完全弹性）的映射一致：反射时漏了恢复系数，碰后速度应为 v♯ = −e·v⁻。")
+add_mistake_message("s044_stop_at_impact", "结果停在了碰撞瞬间（y = 0，v = −e·v⁻）：反射之后还要用剩余时间 τ = h − t* 从地面继续飞行。")
+add_mistake_message("s044_dv_naive", "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。")
+add_mistake_message("s044_dv_no_restitution", "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。")
+add_mistake_message("s044_dv_tstar_fixed", "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。")
+add_mistake_message("s044_sigmoid_flipped", "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。")
+add_mistake_message("s044_grad_missing_alpha", "导数与 σ(αz)·(1 − σ(αz)) 一致：链式法则漏了内层 αz 对 z 的导数，也就是因子 α。")
+add_mistake_message("s044_grad_wrt_alpha", "导数与 z·σ(αz)·(1 − σ(αz)) 一致：这是对 α 的导数，题目要的是对 z 的导数。")
+add_mistake_message("s044_ratio_inverted", "比值与 λ_n/|λ_t| 一致：比值写反了，应为切向/法向 |λ_t|/λ_n（滑动时恰好等于 μ）。")
+add_mistake_message("s044_ratio_signed", "比值与 λ_t/λ_n（没取绝对值）一致：切向力有正有负，比值要用 |λ_t|/λ_n。")
+add_mistake_message("s044_force_is_impulse", "法向力与冲量 p_n 的数值相同：忘了除以步长 h（冲量 N·s 换算成这一步的平均力 N）。")
+add_mistake_message("s044_mode_swapped", "模式编码与参考值相比 1 和 2 对调了：约定 1 = sticking（严格在摩擦锥内），2 = sliding（在锥面上）。")
+add_mistake_message("s044_ids_active", "列出的是“正在接触”的接触点，而不是“这一步模式发生改变”的接触点：要与 prev_mode 比较。")
+add_mistake_message("s044_ids_one_based", "接触编号整体多了 1：编号从 0 开始（0 = 地面，1 = 墙）。")
+add_mistake_message("s044_grad_no_transpose", "梯度范数与 ‖A_k·λ_{k+1}‖ 一致：伴随递推要用转置，∂L/∂x_k = A_kᵀ·∂L/∂x_{k+1}。")
+add_mistake_message("s044_grad_next", "梯度范数与 ‖∂L/∂x_{k+1}‖ 一致：差了一步，要先用 A_kᵀ 把梯度传回到 x_k。")
+add_mistake_message("s044_grad_jacobian_norm", "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。")
+
+
+# --- s04_4_ex1: bouncing ball, one step with the impact inside it ---------------------------------
+
+
+def _impact_parts(x, h, g, e):
+    """Closed-form pieces of the impact mode: (t*, v-, tau, y+, v+), numpy float64."""
+    y, v = float(x[0]), float(x[1])
+    root = np.sqrt(v * v + 2.0 * g * y)  # |v-|
+    t_star = 2.0 * y / (root - v) if v <= 0 else (v + root) / g  # the positive root, without cancellation
+    v_minus = v - g * t_star
+    tau = h - t_star
+    v_sharp = -e * v_minus
+    return t_star, v_minus, tau, v_sharp * tau - 0.5 * g * tau * tau, v_sharp - g * tau
+
+
+def _hits(x, h, g):
+    return float(x[0]) + float(x[1]) * h - 0.5 * g * h * h < 0
+
+
+@jax.jit
+def _impact_and_dv(x, h, g, e):
+    x_next, mode = cl.impact_step(x, h, g, e)
+    jac = jax.jacobian(lambda s: cl.impact_step(s, h, g, e)[0])(x)
+    return x_next, mode, jac[:, 1]
+
+
+def ball_step(x, h, g, e):
+    """(x_{k+1}, mode) of the exact step (cl.impact_step); mode 0 flight, 1 impact inside the step."""
+    x_next, mode, _ = _impact_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e)
+    mode = int(mode)
+    assert mode in (0, 1), "hidden states never come to rest within one step"
+    return np.asarray(x_next), mode
+
+
+def ball_step_dv(x, h, g, e):
+    """(d y_{k+1}/d v_k, d v_{k+1}/d v_k) by jax.jacobian of cl.impact_step, checked against the closed form."""
+    _, _, dv = _impact_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e)
+    dv = np.asarray(dv)
+    if _hits(x, h, g):
+        t_star, v_minus, tau, _, v_plus = _impact_parts(x, h, g, e)
+        dt_dv = -t_star / v_minus  # from d/dv [y + v t* - g t*^2 / 2] = 0
+        closed = (-e * (1.0 - g * dt_dv) * tau - v_plus * dt_dv, -e * (1.0 - g * dt_dv) + g * dt_dv)
+    else:
+        closed = (h, 1.0)
+    np.testing.assert_allclose(dv, closed, rtol=1e-12, atol=1e-14)
+    return float(dv[0]), float(dv[1])
+
+
+def _naive_flip_end(x, h, g, e):
+    y, v = float(x[0]), float(x[1])
+    y_free, v_free = y + v * h - 0.5 * g * h * h, v - g * h
+    return (np.array([y_free, -e * v_free]), 1) if y_free < 0 else (np.array([y_free, v_free]), 0)
+
+
+def _naive_semi_implicit(x, h, g, e):
+    x_next, mode = cl.naive_impact_step(jnp.asarray(x, dtype=jnp.float64), h, g, e)
+    return np.asarray(x_next), int(mode)
+
+
+def _no_restitution(x, h, g, e):
+    return ball_step(x, h, g, 1.0)
+
+
+def _stop_at_impact(x, h, g, e):
+    if not _hits(x, h, g):
+        return ball_step(x, h, g, e)
+    _, v_minus, _, _, _ = _impact_parts(x, h, g, e)
+    return np.array([0.0, -e * v_minus]), 1
+
+
+def _dv_variant(kind):
+    def fn(x, h, g, e):
+        if not _hits(x, h, g):
+            return h, 1.0
+        t_star, v_minus, tau, _, v_plus = _impact_parts(x, h, g, e)
+        if kind == "naive":
+            return h, -e
+        if kind == "tstar_fixed":
+            return -e * tau, -e
+        # "no_restitution": d v#/dv written as -(dv-/dv), the rest right
+        dt_dv = -t_star / v_minus
+        dsharp = -(1.0 - g * dt_dv)
+        return dsharp * tau - v_plus * dt_dv, dsharp + g * dt_dv
+
+    return fn
+
+
+def _ball_cases():
+    """Six states: impacts while falling, an impact after rising within the step, two flights; no rest."""
+    rng = np.random.default_rng(404_101)
+    specs = [  # (mode wanted, y range, v range, h, g, e range)
+        (1, (0.005, 0.05), (-3.0, -0.6), 0.05, 9.81, (0.55, 0.95)),
+        (0, (0.3, 1.0), (0.2, 2.0), 0.02, 9.81, (0.5, 0.9)),
+        (1, (0.001, 0.004), (0.05, 0.15), 0.05, 9.81, (0.6, 0.9)),
+        (1, (0.01, 0.06), (-2.5, -0.8), 0.04, 3.71, (0.3, 0.7)),
+        (0, (0.08, 0.3), (-2.0, -0.5), 0.02, 9.81, (0.6, 0.95)),
+        (1, (0.05, 0.15), (-4.0, -1.5), 0.1, 9.81, (0.7, 0.95)),
+    ]
+    cases = []
+    for mode, y_rng, v_rng, h, g, e_rng in specs:
+        while True:
+            x = np.array([round(rng.uniform(*y_rng), 5), round(rng.uniform(*v_rng), 5)])
+            e = round(rng.uniform(*e_rng), 4)
+            y_free = x[0] + x[1] * h - 0.5 * g * h * h
+            if abs(y_free) < 0.002 or (y_free < 0) != bool(mode):
+                continue  # away from the mode boundary, in the mode wanted
+            if mode:
+                t_star, _, tau, y_plus, _ = _impact_parts(x, h, g, e)
+                if not (0.15 * h < t_star < 0.85 * h and y_plus > 1e-4):
+                    continue  # impact well inside the step, and the rebound stays up
+            break
+        cases.append({"x": x, "h": h, "g": g, "e": e})
+    return cases
+
+
+register(
+    Check(
+        "s04_4_ex1", "ball_step", 3.0, _ball_cases,
+        reference=ball_step,
+        outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "integer")),
+        mistakes={
+            "s044_naive_flip_end": _naive_flip_end,
+            "s044_naive_semi_implicit": _naive_semi_implicit,
+            "s044_no_restitution": _no_restitution,
+            "s044_stop_at_impact": _stop_at_impact,
+        },
+    ),
+    Check(
+        "s04_4_ex1", "ball_step_dv", 3.0, _ball_cases,
+        reference=ball_step_dv,
+        outputs=(Output("∂y_{k+1}/∂v_k", "exact"), Output("∂v_{k+1}/∂v_k", "exact")),
+        mistakes={
+            "s044_dv_naive": _dv_variant("naive"),
+            "s044_dv_no_restitution": _dv_variant("no_restitution"),
+            "s044_dv_tstar_fixed": _dv_variant("tstar_fixed"),
+        },
+    ),
+)
+
+
+# --- s04_4_ex2: sigmoid-softened Heaviside ---------------------------------------------------------
+
+
+def _sigmoid(s):
+    return np.asarray(jax.nn.sigmoid(jnp.asarray(s, dtype=jnp.float64)))
+
+
+def soft_step(z, alpha):
+    """sigma(alpha z), the same values as cl.sigmoid_step."""
+    return np.asarray(cl.sigmoid_step(jnp.asarray(z, dtype=jnp.float64), alpha))
+
+
+_dsoft = jax.jit(jax.vmap(jax.grad(cl.sigmoid_step), in_axes=(0, None)))
+
+
+def soft_step_grad(z, alpha):
+    """d/dz sigma(alpha z) by jax.grad of cl.sigmoid_step (checked against alpha s (1 - s))."""
+    z = np.asarray(z, dtype=np.float64)
+    grad = np.asarray(_dsoft(jnp.asarray(z.ravel()), alpha)).reshape(z.shape)
+    s = _sigmoid(alpha * z)
+    np.testing.assert_allclose(grad, alpha * s * (1 - s), rtol=1e-12, atol=1e-12 * alpha)
+    return grad
+
+
+def _soft_cases():
+    """Five (z, alpha): alpha from 0.5 to 2000; every z set has a point near the step (|alpha z| < 1), so the
+    reference's magnitude is the bump's, and the two largest alphas reach |alpha z| of 750 and 1000."""
+    rng = np.random.default_rng(404_201)
+    cases = []
+    for alpha, z_max, n in ((0.5, 6.0, 7), (4.0, 1.5, 8), (30.0, 0.4, 9), (250.0, 3.0, 9), (2000.0, 0.5, 10)):
+        z = rng.uniform(-z_max, z_max, size=n)
+        z[0] = rng.uniform(-0.5, 0.5) / alpha  # near the step
+        if alpha >= 250.0:
+            z[1], z[2] = -z_max, z_max  # exp(-alpha z) = exp(750) or exp(1000): overflows in float64
+        cases.append({"z": np.round(z, 6), "alpha": alpha})
+    return cases
+
+
+register(
+    Check(
+        "s04_4_ex2", "soft_step", 2.0, _soft_cases,
+        reference=soft_step,
+        outputs=(Output("σ(αz)", "exact"),),
+        mistakes={"s044_sigmoid_flipped": lambda z, alpha: _sigmoid(-alpha * np.asarray(z))},
+    ),
+    Check(
+        "s04_4_ex2", "soft_step_grad", 3.0, _soft_cases,
+        reference=soft_step_grad,
+        outputs=(Output("导数 dσ(αz)/dz", "exact"),),
+        mistakes={
+            "s044_grad_missing_alpha": lambda z, alpha: soft_step_grad(z, alpha) / alpha,
+            "s044_grad_wrt_alpha": lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha,
+        },
+    ),
+)
+
+
+# --- s04_4_ex3: a contact log on the box pushed against a wall ------------------------------------
+
+#: a contact is sliding when |p_t| >= (1 - SLIP_TOL) mu p_n, i.e. on the friction cone up to rounding
+SLIP_TOL = 1e-6
+
+
+def _log(contact, h, prev_mode, A, lam_next, *, ratio="abs", force="force", mode_codes=(0, 1, 2),
+         ids="switched", grad="adjoint"):
+    """One log row; the keyword arguments select the mistaken variants."""
+    p_n = np.asarray(contact["p_n"], dtype=np.float64)
+    p_t = np.asarray(contact["p_t"], dtype=np.float64)
+    mu = np.asarray(contact["mu"], dtype=np.float64)
+    active = p_n > 0
+    sliding = np.abs(p_t) >= (1.0 - SLIP_TOL) * mu * p_n
+    mode = np.where(active, np.where(sliding, mode_codes[2], mode_codes[1]), mode_codes[0]).astype(np.int64)
+    true_mode = np.where(active, np.where(sliding, 2, 1), 0)
+    changed = np.flatnonzero(true_mode != np.asarray(prev_mode))
+    contact_ids = {"switched": changed, "one_based": changed + 1, "active": np.flatnonzero(active)}[ids]
+    normal = p_n / h if force == "force" else p_n
+    safe_n = np.where(active, p_n, 1.0)
+    safe_t = np.where(p_t != 0, np.abs(p_t), 1.0)
+    ratios = {
+        "abs": np.where(active, np.abs(p_t) / safe_n, 0.0),
+        "signed": np.where(active, p_t / safe_n, 0.0),
+        "inverted": np.where(p_t != 0, p_n / safe_t, 0.0),
+    }[ratio]
+    A, lam_next = np.asarray(A, dtype=np.float64), np.asarray(lam_next, dtype=np.float64)
+    grad_norm = {
+        "adjoint": np.linalg.norm(A.T @ lam_next),
+        "no_transpose": np.linalg.norm(A @ lam_next),
+        "next": np.linalg.norm(lam_next),
+        "jacobian": np.linalg.norm(A),
+    }[grad]
+    return contact_ids.astype(np.int64), normal, ratios, mode, float(grad_norm)
+
+
+def log_step(contact, h, prev_mode, A, lam_next):
+    """(switched contact ids, normal forces, |tangential|/normal ratios, modes, ||A^T lam_next||)."""
+    return _log(contact, h, prev_mode, A, lam_next)
+
+
+def box_wall_log_data(h, floor_friction, wall_friction, x0, pushes, loss_weights):
+    """Roll the box against the wall out with records and step Jacobians, then the adjoint of L = c . x_N.
+
+    Args:
+        pushes: ``[(horizontal force, number of steps), ...]`` (the vertical force is 0).
+        loss_weights: ``c`` of the loss, shape (4,).
+
+    Returns:
+        dict of numpy arrays: ``xs (N+1, 4)``, ``record`` (ContactRecord of ``(N, 2)`` fields),
+        ``A (N, 4, 4)``, ``lam (N+1, 4)`` with ``lam[k] = dL/dx_k``.
+    """
+    us = np.concatenate([np.tile([f, 0.0], (n, 1)) for f, n in pushes])
+    params = cl.BoxWallParams(floor_friction=floor_friction, wall_friction=wall_friction)
+    xs, record, As, lams = _box_wall_run(jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us), params,
+                                         jnp.asarray(loss_weights, dtype=jnp.float64), h)
+    return {"xs": np.asarray(xs), "record": jax.tree_util.tree_map(np.asarray, record), "A": np.asarray(As),
+            "lam": np.asarray(lams)}
+
+
+@partial(jax.jit, static_argnums=4)
+def _box_wall_run(x0, us, params, c, h):
+    step = cl.box_wall_step(h, with_record=True)
+
+    def with_state(x, u):
+        x_next, rec = step(x, u, params)
+        return x_next, (x_next, rec)
+
+    def forward(x, u):
+        A, (x_next, rec) = jax.jacfwd(with_state, has_aux=True)(x, u)
+        return x_next, (x_next, rec, A)
+
+    _, (xs, record, As) = jax.lax.scan(forward, x0, us)
+
+    def backward(lam, A):
+        lam = A.T @ lam
+        return lam, lam
+
+    _, lams = jax.lax.scan(backward, c, As, reverse=True)
+    return jnp.concatenate([x0[None], xs]), record, As, jnp.concatenate([lams, c[None]])
+
+
+#: the hidden rollout (the notebook's own rollout uses other frictions, step, start, pushes and loss)
+_HIDDEN_ROLLOUT = dict(h=0.004, floor_friction=0.6, wall_friction=0.25, x0=(0.55, 0.45, 2.4, 0.5),
+                       pushes=((6.0, 35), (-9.0, 45), (4.0, 60)), loss_weights=(1.0, 0.5, 0.0, 0.0))
+#: in the air; wall touched (sliding); wall sticking; last wall step before release (gradient spike);
+#: floor landing (sliding); floor sticking
+_HIDDEN_STEPS = (10, 31, 32, 34, 97, 98)
+
+
+def _log_cases():
+    run = box_wall_log_data(**_HIDDEN_ROLLOUT)
+    rec, h = run["record"], _HIDDEN_ROLLOUT["h"]
+    mu = np.array([_HIDDEN_ROLLOUT["floor_friction"], _HIDDEN_ROLLOUT["wall_friction"]])
+    cases = []
+    for k in _HIDDEN_STEPS:
+        p_n, p_t = rec.normal_force[k] * h, rec.tangential_force[k] * h
+        prev_mode = rec.mode[k - 1] if k > 0 else np.zeros(2, dtype=np.int64)
+        case = {"contact": {"p_n": p_n, "p_t": p_t, "mu": mu}, "h": h, "prev_mode": prev_mode.astype(np.int64),
+                "A": run["A"][k], "lam_next": run["lam"][k + 1]}
+        row = log_step(**case)
+        # the friction-cone modes are course_lib's solver modes, with a margin around the cone
+        assert np.array_equal(row[3], rec.mode[k]), (k, row[3], rec.mode[k])
+        ratio_margin = np.abs(row[2] - mu)[rec.mode[k] == 1]
+        assert np.all(ratio_margin > 1e-3 * mu[rec.mode[k] == 1]), k
+        np.testing.assert_allclose(row[1], rec.normal_force[k], rtol=1e-12)
+        cases.append(case)
+    return cases
+
+
+register(
+    Check(
+        "s04_4_ex3", "log_step", 6.0, _log_cases,
+        reference=log_step,
+        outputs=(
+            Output("模式切换的接触编号 contact_ids", "integer"),
+            Output("法向力 normal_force", "exact"),
+            Output("切向/法向比值 ratio", "exact"),
+            Output("接触模式 mode", "integer"),
+            Output("梯度范数 grad_norm", "exact"),
+        ),
+        mistakes={
+            "s044_ratio_inverted": lambda **kw: _log(**kw, ratio="inverted"),
+            "s044_ratio_signed": lambda **kw: _log(**kw, ratio="signed"),
+            "s044_force_is_impulse": lambda **kw: _log(**kw, force="impulse"),
+            "s044_mode_swapped": lambda **kw: _log(**kw, mode_codes=(0, 2, 1)),
+            "s044_ids_active": lambda **kw: _log(**kw, ids="active"),
+            "s044_ids_one_based": lambda **kw: _log(**kw, ids="one_based"),
+            "s044_grad_no_transpose": lambda **kw: _log(**kw, grad="no_transpose"),
+            "s044_grad_next": lambda **kw: _log(**kw, grad="next"),
+            "s044_grad_jacobian_norm": lambda **kw: _log(**kw, grad="jacobian"),
+        },
+    ),
+)
+
+
+# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+
+WRONG_ANSWERS = {
+    "s04_4_ex1": [
+        WrongAnswer(
+            cells={
+                "ball_step_answer": '''def ball_step(x, h, g, e):
+    y, v = float(x[0]), float(x[1])
+    v_new = v - g * h
+    y_new = y + v * h - 0.5 * g * h * h
+    if y_new < 0:                      # went through the ground: bounce at the end of the step
+        return np.array([y_new, -e * v_new]), 1
+    return np.array([y_new, v_new]), 0
+''',
+                "ball_step_dv_answer": '''def ball_step_dv(x, h, g, e):
+    y, v = float(x[0]), float(x[1])
+    if y + v * h - 0.5 * g * h * h < 0:
+        return h, -e                   # d(-e v_new)/dv
+    return h, 1.0
+''',
+            },
+            feedback_contains="碰撞时刻 t* 没有进入映射",
+        ),
+        WrongAnswer(
+            cells={
+                "ball_step_dv_answer": '''def ball_step_dv(x, h, g, e):
+    y, v = float(x[0]), float(x[1])
+    if y + v * h - 0.5 * g * h * h >= 0:
+        return h, 1.0
+    t = (v + np.sqrt(v * v + 2 * g * y)) / g
+    v_minus = v - g * t
+    tau = h - t
+    v_plus = -e * v_minus - g * tau
+    dt = -t / v_minus
+    dsharp = -(1 - g * dt)             # d(v#)/dv
+    return dsharp * tau - v_plus * dt, dsharp + g * dt
+''',
+            },
+            feedback_contains="漏掉恢复系数 e",
+        ),
+    ],
+    "s04_4_ex2": [
+        WrongAnswer(
+            cells={
+                "soft_step_answer": '''def soft_step(z, alpha):
+    return jax.nn.sigmoid(-alpha * jnp.asarray(z))
+''',
+                "soft_step_grad_answer": '''def soft_step_grad(z, alpha):
+    s = jax.nn.sigmoid(alpha * jnp.asarray(z))
+    return s * (1 - s)
+''',
+            },
+            feedback_contains="因子 α",
+        ),
+        WrongAnswer(
+            cells={
+                "soft_step_answer": '''def soft_step(z, alpha):
+    return 1.0 / (1.0 + np.exp(-alpha * np.asarray(z)))
+''',
+                "soft_step_grad_answer": '''def soft_step_grad(z, alpha):
+    q = np.exp(-alpha * np.asarray(z))
+    return alpha * q / (1.0 + q) ** 2
+''',
+            },
+            feedback_contains="NaN",
+        ),
+    ],
+    "s04_4_ex3": [
+        WrongAnswer(
+            cells={
+                "log_step_answer": '''def log_step(contact, h, prev_mode, A, lam_next):
+    p_n, p_t, mu = contact["p_n"], contact["p_t"], contact["mu"]
+    mode = np.where(p_n > 0, np.where(np.abs(p_t) >= (1 - 1e-6) * mu * p_n, 2, 1), 0)
+    ids = np.flatnonzero(mode != prev_mode)
+    normal = p_n / h
+    # friction "ratio" taken the other way round
+    ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)
+    return ids, normal, ratio, mode, np.linalg.norm(A.T @ lam_next)
+''',
+            },
+            feedback_contains="比值写反了",
+        ),
+        WrongAnswer(
+            cells={
+                "log_step_answer": '''def log_step(contact, h, prev_mode, A, lam_next):
+    p_n, p_t, mu = contact["p_n"], contact["p_t"], contact["mu"]
+    mode = np.where(p_n > 0, np.where(np.abs(p_t) >= (1 - 1e-6) * mu * p_n, 2, 1), 0)
+    ids = np.flatnonzero(mode != prev_mode)
+    ratio = np.where(p_n > 0, np.abs(p_t) / np.where(p_n > 0, p_n, 1.0), 0.0)
+    return ids, p_n, ratio, mode, np.linalg.norm(lam_next)
+''',
+            },
+            feedback_contains="差了一步",
+        ),
+    ],
+}

@@ -1,0 +1,524 @@
+"""Reference solutions and graded checks for section S04.6 (AD vs analytic derivatives vs finite differences).
+
+* ``s04_6_ex1``: f(x) = [x1 x2, sin x1]: its analytic Jacobian [[x2, x1], [cos x1, 0]] and the
+  central-difference Jacobian at a given eps (column j from +-eps e_j).
+* ``s04_6_ex2``: a 100-step RK4 pendulum rollout cost of a 100-dim control vector (the notebook's
+  setup cell defines the same loss); five directional checks (AD g.v, central FD, the chapter's
+  relative error) using exactly 10 loss evaluations. The evaluations are *measured*: the graded cell
+  wraps the student's function with :func:`count_loss_calls`, which resets the notebook's counting
+  loss before each call and returns ``(rows, calls)``; the reference measures its own calls the same way.
+* ``s04_6_ex3``: seven variants of a scalar contact loss (softplus, max, clip, where, stop_gradient,
+  argmin, round); the AD-FD relative error of each at given points and the boolean set of variants
+  whose disagreement exceeds a tolerance somewhere (compared through :func:`boolean_as_codes`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.kernel_support.s04_6_common import NO_CALLS, flags_as_codes
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+# --- mistakes this section recognises ------------------------------------------------------------
+
+add_mistake_message("s046_cos_sign", "雅可比里 ∂(sin x₁)/∂x₁ 这一项的符号反了：sin 的导数是 +cos x₁（cos 的导数才是 −sin）。")
+add_mistake_message("s046_rows_swapped", "两行的顺序反了：第 0 行对应第一个输出 x₁x₂，第 1 行对应 sin x₁（行对应输出，列对应输入）。")
+add_mistake_message("s046_fd_is_analytic", "差分雅可比与解析雅可比完全一致，看不到 O(ε²) 的截断误差：本题要的是在给定 ε 上真正算出来的中心差分，不是解析导数。")
+add_mistake_message("s046_fd_no_half", "差分结果是参考值的 2 倍：中心差分的分母是 2ε（两个求值点相距 2ε），不是 ε。")
+add_mistake_message("s046_not_normalised", "AD 与 FD 两列都约是参考值的 ‖d‖ 倍：方向没有归一化。先把每一行 d 变成单位向量 v = d/‖d‖，再算 gᵀv 和差分。")
+add_mistake_message("s046_count_zero", "计数为 0：差分没有通过计数的 loss(u) 求值（例如直接调用了 rollout_loss）。每一次差分求值都是一次完整仿真，请用 loss(u)，共 10 次。")
+add_mistake_message("s046_count_forward_base", "loss 调用了 6 次：像前向差分那样共用一个基准值 L(u)，再加 5 次扰动。题目要中心差分：每个方向正、负各一次，共 10 次。")
+add_mistake_message("s046_count_extra_base", "loss 调用了 11 次：多算了一次 L(u) 本身。中心差分用不到基准值，5 个方向各 2 次，共 10 次。")
+add_mistake_message("s046_count_double", "loss 调用了 20 次：每个方向求值了 4 次（例如同一个 L(u ± εv) 算了两遍）。把每次求值的结果存起来，5 个方向各 2 次，共 10 次。")
+add_mistake_message("s046_count_per_coordinate", "loss 调用了 200 次：这是逐坐标中心差分（100 维 × 2）的代价。方向导数检查每个方向只要 2 次求值，共 10 次。")
+add_mistake_message("s046_abs_error", "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。")
+add_mistake_message("s046_theory_set", "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。")
+add_mistake_message("s046_all_agree", "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。")
+add_mistake_message("s046_inverted", "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。")
+
+
+# --- s04_6_ex1: Jacobian of f(x) = [x1 x2, sin x1] -------------------------------------------------
+
+
+def _f(x):
+    return jnp.stack([x[0] * x[1], jnp.sin(x[0])])
+
+
+_jacobian = jax.jit(jax.jacfwd(_f))
+_f_jit = jax.jit(_f)
+
+
+def analytic_jacobian(x):
+    """[[x2, x1], [cos x1, 0]] (forward-mode AD, checked against the closed form)."""
+    x = np.asarray(x, dtype=np.float64)
+    jac = np.asarray(_jacobian(jnp.asarray(x)))
+    np.testing.assert_allclose(jac, [[x[1], x[0]], [np.cos(x[0]), 0.0]], rtol=1e-14, atol=1e-15)
+    return jac
+
+
+def _fd_jacobian(x, eps, scheme="central"):
+    x = np.asarray(x, dtype=np.float64)
+    cols = []
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = eps
+        plus, minus = np.asarray(_f_jit(jnp.asarray(x + e))), np.asarray(_f_jit(jnp.asarray(x - e)))
+        if scheme == "central":
+            cols.append((plus - minus) / (2 * eps))
+        elif scheme == "forward":
+            cols.append((plus - np.asarray(_f_jit(jnp.asarray(x)))) / eps)
+        else:  # "no_half"
+            cols.append((plus - minus) / eps)
+    return np.stack(cols, axis=1)  # column j = d f / d x_j
+
+
+def fd_jacobian(x, eps):
+    """Central-difference Jacobian at step ``eps``, shape (2, 2) (rows: outputs, columns: inputs)."""
+    return _fd_jacobian(x, eps)
+
+
+#: FD band: the student evaluates the same f at the same points; what can differ is the rounding of
+#: sin (numpy vs XLA, 1 ulp) amplified by 1/eps: <= 1e-16 / 3e-3 ~ 4e-14 relative at the smallest eps
+#: used (2500 x below the band). The analytic-instead-of-FD gap (eps^2/6 |cos x1|) and forward
+#: differences (eps/2 |sin x1|) are kept above 100 x this band by the case generator.
+FD_RTOL = 1e-10
+
+
+def _jac_x(rng):
+    while True:
+        x = rng.uniform(-2.0, 2.0, size=2).round(5)
+        if abs(np.cos(x[0])) > 0.3 and abs(np.sin(x[0])) > 0.3 and abs(x[1]) > 0.2:
+            return x
+
+
+def _analytic_cases():
+    rng = np.random.default_rng(406_101)
+    return [{"x": _jac_x(rng)} for _ in range(4)]
+
+
+def _fd_cases():
+    rng = np.random.default_rng(406_102)
+    cases = [{"x": _jac_x(rng), "eps": eps} for eps in (1e-1, 1e-2, 3e-3)]
+    for case in cases:
+        ref = fd_jacobian(**case)
+        scale = np.max(np.abs(ref))
+        for alt in (analytic_jacobian(case["x"]), _fd_jacobian(case["x"], case["eps"], "forward")):
+            assert np.max(np.abs(alt - ref)) / scale > 100 * FD_RTOL
+    return cases
+
+
+def _jac_variant(name):
+    def fn(x, eps=None):
+        jac = analytic_jacobian(x)
+        if name == "s046_cos_sign":
+            jac = jac.copy()
+            jac[1, 0] = -jac[1, 0]
+        elif name == "s046_rows_swapped":
+            jac = jac[::-1].copy()
+        return jac
+
+    return fn
+
+
+register(
+    Check(
+        "s04_6_ex1", "analytic_jacobian", 2.0, _analytic_cases,
+        reference=analytic_jacobian,
+        outputs=(Output("解析雅可比", "exact"),),
+        mistakes={name: _jac_variant(name) for name in ("s046_cos_sign", "s046_rows_swapped")},
+    ),
+    Check(
+        "s04_6_ex1", "fd_jacobian", 2.0, _fd_cases,
+        reference=fd_jacobian,
+        outputs=(Output("中心差分雅可比", rtol=FD_RTOL),),
+        mistakes={
+            "forward_difference": lambda x, eps: _fd_jacobian(x, eps, "forward"),
+            "s046_fd_no_half": lambda x, eps: _fd_jacobian(x, eps, "no_half"),
+            "s046_fd_is_analytic": lambda x, eps: analytic_jacobian(x),
+        },
+    ),
+)
+
+
+# --- s04_6_ex2: five directional checks on a 100-dim control vector ------------------------------
+
+#: the loss of the notebook's setup cell: 100 RK4 steps of the damped pendulum, one torque per step
+H, N_STEPS = 0.05, 100
+_STEP = cl.rk4(cl.pendulum, H)
+_PEND = cl.PendulumParams()
+_X0 = jnp.array([0.3, 0.0])
+THETA_GOAL = 1.0
+
+
+def _stage_cost(x, u, p):
+    return 0.05 * ((x[0] - THETA_GOAL) ** 2 + 0.1 * x[1] ** 2 + 0.01 * u[0] ** 2)
+
+
+def _terminal_cost(x, p):
+    return 5.0 * ((x[0] - THETA_GOAL) ** 2 + 0.1 * x[1] ** 2)
+
+
+def rollout_loss(u):
+    return cl.rollout_cost(_STEP, _X0, jnp.reshape(jnp.asarray(u), (N_STEPS, 1)), _PEND, _stage_cost, _terminal_cost)
+
+
+_loss_jit = jax.jit(rollout_loss)
+_grad_jit = jax.jit(jax.grad(rollout_loss))
+
+
+class CountedLoss:
+    """The notebook's counting loss: every call is one rollout; ``calls`` counts them."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, u):
+        self.calls += 1
+        return float(self.fn(jnp.asarray(u, dtype=jnp.float64)))
+
+    def reset(self):
+        self.calls = 0
+
+
+def _checks(u, directions, eps, loss, scheme="central", normalise=True, extra_base=False):
+    """(rows, measured calls) of five directional checks with the given (possibly mistaken) recipe."""
+    loss.reset()
+    u = np.asarray(u, dtype=np.float64)
+    g = np.asarray(_grad_jit(jnp.asarray(u)))
+    base = loss(u) if scheme == "forward_shared" or extra_base else None
+    rows = []
+    for d in np.asarray(directions, dtype=np.float64):
+        v = d / np.linalg.norm(d) if normalise else d
+        ad = float(g @ v)
+        if scheme == "forward":
+            fd = (loss(u + eps * v) - loss(u)) / eps
+        elif scheme == "forward_shared":
+            fd = (loss(u + eps * v) - base) / eps
+        else:
+            fd = (loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)
+        rows.append((ad, fd, abs(ad - fd) / max(1.0, abs(ad), abs(fd))))
+    return np.array(rows), loss.calls
+
+
+def directional_checks(u, directions, eps):
+    """((5, 3) rows of (AD, FD, relative error), number of loss evaluations used), both measured."""
+    rows, calls = _checks(u, directions, eps, CountedLoss(_loss_jit))
+    check = cl.directional_check(rollout_loss, jnp.asarray(u), _grad_jit(jnp.asarray(u)), eps_list=(eps,),
+                                 direction=jnp.asarray(directions[0]))
+    np.testing.assert_allclose(rows[0, :2], [float(check.ad), float(check.fd[0])], rtol=1e-8, atol=1e-9)  # agrees with course_lib
+    return rows, calls
+
+
+#: what the grader reports for "loss was never called": compare()'s generic all-zero diagnosis
+#: ("the graph was cut") would otherwise fire on a count of 0 before the named mistake is tried
+def _count_variant(calls):
+    def fn(u, directions, eps):
+        return directional_checks(u, directions, eps)[0], calls
+
+    return fn
+
+
+#: rows band: the student evaluates the same jitted loss at the same points (u +- eps v with v
+#: normalised in any of the usual ways: differences of 1 ulp in v); measured spread between two such
+#: implementations <= 1e-15 of the largest entry, op-by-op vs jitted gradients about the same. Forward
+#: differences move the FD column by eps/2 |v^T H v|, >= 100 x this band at the eps used (checked below).
+ROWS_RTOL = 1e-8
+
+
+def _direction_cases():
+    rng = np.random.default_rng(406_201)
+    cases = []
+    for eps, scale in ((1e-3, 1.0), (1e-4, 2.0), (2e-3, 0.5)):
+        cases.append({"u": (scale * rng.normal(size=N_STEPS)).round(6), "directions": rng.normal(size=(5, N_STEPS)).round(6),
+                      "eps": eps})
+    for case in cases:
+        ref = directional_checks(**case)[0]
+        fwd = _checks(**case, loss=CountedLoss(_loss_jit), scheme="forward")[0]
+        assert np.max(np.abs(fwd - ref)) / np.max(np.abs(ref)) > 100 * ROWS_RTOL
+    return cases
+
+
+register(
+    Check(
+        "s04_6_ex2", "directional_checks", 4.0, _direction_cases,
+        reference=directional_checks,
+        outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "exact")),
+        mistakes={
+            "s046_not_normalised": lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False),
+            "forward_difference": lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward"),
+            "s046_count_forward_base": _count_variant(6),
+            "s046_count_extra_base": _count_variant(11),
+            "s046_count_zero": _count_variant(NO_CALLS),
+            "s046_count_double": _count_variant(20),
+            "s046_count_per_coordinate": _count_variant(2 * N_STEPS),
+        },
+    ),
+)
+
+
+# --- s04_6_ex3: which operations make AD and FD disagree ----------------------------------------
+
+#: the contact-loss variants of the notebook's setup cell, theta = the foot's gap to the ground (m)
+W, TARGET = 100.0, 0.05          # smooth tracking term 1/2 W (theta - TARGET)^2
+K, BETA = 100.0, 200.0           # penalty stiffness (N/m), softplus sharpness (1/m)
+F_MAX, C0 = 2.0, 0.5             # clip: force saturation (N); where: a contact cost paid once touching
+X_POINTS, X_GOAL, W_X = (-0.1, 0.1), 0.05, 10.0   # argmin: heel/toe positions and the foothold target
+CELL = 0.01                      # round: height map resolution (m)
+
+
+def _base(t):
+    return 0.5 * W * (t - TARGET) ** 2
+
+
+def _l_softplus(t):
+    return _base(t) + K * cl.softplus(-t, BETA)
+
+
+def _l_max(t):
+    return _base(t) + K * jnp.maximum(0.0, -t)
+
+
+def _l_clip(t):
+    return _base(t) + jnp.clip(K * (-t), 0.0, F_MAX)
+
+
+def _l_where(t):
+    return _base(t) + jnp.where(t < 0, K * (-t) + C0, 0.0)
+
+
+def _l_stop_gradient(t):
+    d = jnp.maximum(0.0, -t)
+    return _base(t) + 0.5 * jax.lax.stop_gradient(K * d) * d
+
+
+def _l_argmin(t):
+    gaps = jnp.stack([t, 2.0 * t - 0.03])  # heel and toe of a tilted foot; the toe is lower below 3 cm
+    i = jnp.argmin(gaps)
+    return _base(t) + 0.5 * W_X * (jnp.asarray(X_POINTS)[i] - X_GOAL) ** 2
+
+
+def _l_round(t):
+    snapped = CELL * jnp.round(t / CELL)
+    return _base(t) + 0.5 * W * (snapped - TARGET) ** 2
+
+
+VARIANTS = {
+    "softplus": _l_softplus, "max": _l_max, "clip": _l_clip, "where": _l_where,
+    "stop_gradient": _l_stop_gradient, "argmin": _l_argmin, "round": _l_round,
+}
+VARIANT_NAMES = tuple(VARIANTS)
+#: the variants built on a non-smooth or graph-cutting operation (what a student might assume disagree)
+_NON_SMOOTH = np.array([name != "softplus" for name in VARIANT_NAMES])
+
+_AD = {name: jax.jit(jax.vmap(jax.grad(fn))) for name, fn in VARIANTS.items()}
+_VALUE = {name: jax.jit(jax.vmap(fn)) for name, fn in VARIANTS.items()}
+
+
+def _measure(points, eps, scheme="central", error="relative"):
+    points = jnp.asarray(points, dtype=jnp.float64)
+    rows = []
+    for name in VARIANT_NAMES:
+        ad = _AD[name](points)
+        if scheme == "central":
+            fd = (_VALUE[name](points + eps) - _VALUE[name](points - eps)) / (2 * eps)
+        else:
+            fd = (_VALUE[name](points + eps) - _VALUE[name](points)) / eps
+        rows.append(cl.relative_error(ad, fd) if error == "relative" else jnp.abs(ad - fd))
+    return np.asarray(jnp.stack(rows))
+
+
+def ad_fd_disagreement(points, eps, tol):
+    """(relative error AD vs central FD, shape (7, P); which variants exceed ``tol`` at some point, (7,) bool)."""
+    rel = _measure(points, eps)
+    return rel, np.max(rel, axis=1) > tol
+
+
+#: How the boolean answer is compared: True (disagrees) -> 1.0, False (agrees) -> 2.0. compare()
+#: handles bool arrays, but its generic "all zero: the graph was cut" diagnosis would fire on an
+#: all-False answer; with two non-zero codes a wrong set is reported as a mismatch (or as a named
+#: mistake), exactly as before. The student still returns a bool array (the self-check asserts it).
+
+
+def _graded_reference(points, eps, tol):
+    rel, disagree = ad_fd_disagreement(points, eps, tol)
+    return rel, flags_as_codes(disagree)
+
+
+def _disagreement_variant(name):
+    def fn(points, eps, tol):
+        rel, disagree = ad_fd_disagreement(points, eps, tol)
+        if name == "forward_difference":
+            rel = _measure(points, eps, scheme="forward")
+            disagree = np.max(rel, axis=1) > tol
+        elif name == "s046_abs_error":
+            rel = _measure(points, eps, error="absolute")
+            disagree = np.max(rel, axis=1) > tol
+        elif name == "s046_all_agree":
+            disagree = np.zeros_like(disagree)
+        elif name == "s046_theory_set":
+            disagree = _NON_SMOOTH.copy()
+        else:  # s046_inverted
+            disagree = ~disagree
+        return rel, flags_as_codes(disagree)
+
+    return fn
+
+
+#: relerr band: two implementations (vmapped vs a Python loop over points, jnp vs numpy arithmetic)
+#: differ by <= 1.3e-12 of the largest entry (measured); forward differences move entries by >= 2e-4.
+REL_RTOL = 1e-7
+
+#: where each variant has a kink or a jump (theta values)
+_BOUNDARIES = (0.0, -F_MAX / K, 0.03) + tuple(CELL * (n + 0.5) for n in range(-5, 12))
+
+
+def _generic(rng, n, low, high, eps):
+    pts = []
+    while len(pts) < n:
+        t = round(float(rng.uniform(low, high)), 4)
+        if min(abs(t - b) for b in _BOUNDARIES) > 100 * eps and (t >= 0 or t < -0.003):
+            pts.append(t)
+    return pts
+
+
+def _disagreement_cases():
+    rng = np.random.default_rng(406_301)
+    tol = 1e-4
+    specs = [  # (eps, generic points in [low, high), points placed within eps of a boundary)
+        (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),          # a rounding boundary
+        (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),             # the contact onset and a contact point
+        (1e-5, (2, 0.005, 0.1), (0.03 - 3e-6, -F_MAX / K + 4e-6)),  # the argmin switch, the clip saturation
+        (1e-6, (3, 0.0, 0.12), (-0.0412,)),                    # deep contact only
+    ]
+    cases = []
+    for eps, (n, low, high), placed in specs:
+        pts = np.array(_generic(rng, n, low, high, eps) + list(placed))
+        cases.append({"points": rng.permutation(pts), "eps": eps, "tol": tol})
+    sets = set()
+    for case in cases:
+        rel, disagree = ad_fd_disagreement(**case)
+        # every entry is far from the threshold, so the boolean answer is robust to rounding
+        assert np.all((rel < case["tol"] / 10) | (rel > case["tol"] * 10)), rel
+        assert np.max(rel) > 0.05  # the relerr band is relative to an O(1) scale
+        assert not np.array_equal(disagree, _NON_SMOOTH)
+        fwd = _measure(case["points"], case["eps"], scheme="forward")
+        assert np.max(np.abs(fwd - rel)) / np.max(rel) > 100 * REL_RTOL
+        sets.add(tuple(disagree))
+    assert len(sets) == len(cases)  # each case has its own answer
+    return cases
+
+
+register(
+    Check(
+        "s04_6_ex3", "ad_fd_disagreement", 4.0, _disagreement_cases,
+        reference=_graded_reference,
+        outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "exact")),
+        mistakes={name: _disagreement_variant(name) for name in (
+            "s046_all_agree", "forward_difference", "s046_abs_error", "s046_theory_set", "s046_inverted")},
+    ),
+)
+
+
+# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+
+WRONG_ANSWERS = {
+    "s04_6_ex1": [
+        WrongAnswer(
+            cells={
+                "analytic_answer": '''def analytic_jacobian(x):
+    x1, x2 = float(x[0]), float(x[1])
+    # one row per input variable
+    return np.array([[x2, np.cos(x1)],
+                     [x1, 0.0]])
+''',
+            },
+            feedback_contains="转置",
+        ),
+        WrongAnswer(
+            cells={
+                "fd_answer": '''def fd_jacobian(x, eps):
+    x = np.asarray(x, dtype=np.float64)
+    f0 = np.asarray(f(x))
+    J = np.zeros((2, 2))
+    for j in range(2):
+        e = np.zeros(2)
+        e[j] = eps
+        J[:, j] = (np.asarray(f(x + e)) - f0) / eps
+    return J
+''',
+            },
+            feedback_contains="前向差分",
+        ),
+    ],
+    "s04_6_ex2": [
+        WrongAnswer(
+            cells={
+                "directional_answer": '''def directional_checks(u, directions, eps):
+    u = np.asarray(u, dtype=np.float64)
+    g = np.asarray(grad_loss(u))
+    L0 = loss(u)                      # one base value shared by all directions
+    rows = []
+    for d in directions:
+        v = d / np.linalg.norm(d)
+        ad = float(g @ v)
+        fd = (loss(u + eps * v) - L0) / eps
+        rows.append((ad, fd, abs(ad - fd) / max(1.0, abs(ad), abs(fd))))
+    return np.array(rows)
+''',
+            },
+            feedback_contains="共 10 次",
+        ),
+        WrongAnswer(
+            cells={
+                "directional_answer": '''def directional_checks(u, directions, eps):
+    u = np.asarray(u, dtype=np.float64)
+    g = np.asarray(grad_loss(u))
+    rows = []
+    for v in directions:               # the raw directions are used as they are
+        ad = float(g @ v)
+        fd = (loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)
+        rows.append((ad, fd, abs(ad - fd) / max(1.0, abs(ad), abs(fd))))
+    return np.array(rows)
+''',
+            },
+            feedback_contains="归一化",
+        ),
+    ],
+    "s04_6_ex3": [
+        WrongAnswer(
+            cells={
+                "disagreement_answer": '''def ad_fd_disagreement(points, eps, tol):
+    rel = np.zeros((len(VARIANT_NAMES), len(points)))
+    for i, name in enumerate(VARIANT_NAMES):
+        L = VARIANTS[name]
+        for j, t in enumerate(points):
+            ad = float(jax.grad(L)(t))
+            fd = (float(L(t + eps)) - float(L(t))) / eps
+            rel[i, j] = abs(ad - fd) / max(1.0, abs(ad), abs(fd))
+    return rel, rel.max(axis=1) > tol
+''',
+            },
+            feedback_contains="前向差分",
+        ),
+        WrongAnswer(
+            cells={
+                "disagreement_answer": '''def ad_fd_disagreement(points, eps, tol):
+    points = jnp.asarray(points)
+    rel = []
+    for name in VARIANT_NAMES:
+        L = VARIANTS[name]
+        ad = jax.vmap(jax.grad(L))(points)
+        fd = (jax.vmap(L)(points + eps) - jax.vmap(L)(points - eps)) / (2 * eps)
+        rel.append(jnp.abs(ad - fd) / jnp.maximum(1.0, jnp.maximum(jnp.abs(ad), jnp.abs(fd))))
+    # every variant with a non-smooth operation disagrees
+    return jnp.stack(rel), np.array([name != "softplus" for name in VARIANT_NAMES])
+''',
+            },
+            feedback_contains="实测",
+        ),
+    ],
+}

@@ -1,0 +1,680 @@
+"""Reference solutions and graded checks for section S04.7 (adjoint method and back-propagation).
+
+* ``s04_7_ex1``: the adjoint (backward) recursion by hand. ``adjoint_pass`` turns given step
+  Jacobians A_k, B_k and cost derivatives l_x, l_u, l_N into all lambda_k and dL/du_k; the
+  reference is ``jax.grad`` of the linearised rollout with a perturbation injected at every state
+  (so lambda_k = dL/dx_k is a real gradient, not the recursion again). ``pendulum_adjoint`` wires the
+  pass to a pendulum rollout; its reference is ``cl.adjoint_gradients``, checked against ``jax.grad``.
+* ``s04_7_ex2``: x_{k+1} = A x_k + B u_k, L_H(U) = 1/2 sum_{k=1}^{H} |x_k|^2 at U = 0: the rollout,
+  and log10 |dL_H/dU|_2 for several horizons H.
+* ``s04_7_ex3``: SHAC-style window loss on ``cl.wall_task`` with a given quadratic critic and a
+  linear policy: the loss of one window and the truncated (window-start stop_gradient) gradient
+  over consecutive windows; the reference is ``cl.short_horizon_loss``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+# --- mistakes this section recognises ------------------------------------------------------------
+
+add_mistake_message("s047_lambda_index", "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。")
+add_mistake_message("s047_no_transpose", "结果与递推里用 A_k（而不是 A_kᵀ）的结果吻合：反向传播的是行向量 λᵀ，乘的是 A_kᵀλ_{k+1}（B_k 同理要转置）。")
+add_mistake_message("s047_no_stage_lx", "λ_k 与“漏掉当步代价的 ℓ_x,k”一致：每往回走一步都要先加上 ∂ℓ_k/∂x_k，再加 A_kᵀλ_{k+1}。")
+add_mistake_message("s047_no_stage_lu", "dL/du_k 与“漏掉 ℓ_u,k”一致：控制本身也出现在当步代价里，要加上 ∂ℓ_k/∂u_k。")
+add_mistake_message("s047_lambda_shifted", "λ 序列整体错位了一格：第 k 行应是 λ_k = dL/dx_k（第 0 行是 dL/dx_0，最后一行是 λ_N = ∂ℓ_N/∂x_N），共 N+1 行。")
+add_mistake_message("s047_grad_wrt_x0", "结果与 ‖dL/dx_0‖（对初始状态的梯度）吻合：题目要的是对整个控制序列 U = (u_0, …, u_{H-1}) 的梯度范数。")
+add_mistake_message("s047_first_action_only", "结果与只取第一个控制的 ‖dL/du_0‖ 吻合：题目要的是整个控制序列的梯度范数 ‖dL/dU‖₂。")
+add_mistake_message("s047_natural_log", "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。")
+add_mistake_message("s047_no_log", "结果与“没有取 log10 的范数本身”吻合：请返回 log10‖dL/dU‖₂。")
+add_mistake_message("s047_rollout_shifted", "轨迹与“从 x_1 开始记录”一致：第 0 行应是 x_0，之后每步一行，共 H+1 行。")
+add_mistake_message("s047_no_critic", "结果与“漏掉 critic 终值 γ^h·V(x_h)”一致：截断损失 = 窗口内折扣代价之和 + 窗口末端的 critic 估值。")
+add_mistake_message("s047_critic_undiscounted", "结果与“critic 终值没有乘 γ^h”一致：窗口末端的估值同样要折扣，L_h = Σγ^k c_k + γ^h V(x_h)。")
+add_mistake_message("s047_discount_shift", "结果与“折扣从 γ¹ 开始”一致：第 k 步（k = 0…h−1）的代价乘 γ^k，第一步不打折。")
+add_mistake_message("s047_critic_at_start", "结果与“在窗口起点 x_0 而不是末端 x_h 上估 critic”一致：critic 代替的是第 h 步之后的代价。")
+add_mistake_message("s047_no_stop_gradient", "损失值对，梯度却与“窗口起点没有 stop_gradient”的结果吻合：梯度穿过窗口边界流进了上一个窗口。每个窗口的起点都要用 jax.lax.stop_gradient 当作常数。")
+add_mistake_message("s047_sum_not_mean", "结果是参考值的 n_windows 倍：题目要的是各窗口损失的平均，不是总和。")
+
+
+# --- s04_7_ex1: the adjoint pass --------------------------------------------------------------
+
+def _linear_cost(w, us, As, Bs, lx, lu, lN):
+    """First-order change of L along the linearised rollout x_{k+1} = A_k x_k + B_k u_k + w_{k+1}, x_0 = w_0."""
+
+    def body(x, inp):
+        a, b, u, w_next = inp
+        x_next = a @ x + b @ u + w_next
+        return x_next, x_next
+
+    _, xs = jax.lax.scan(body, w[0], (As, Bs, us, w[1:]))
+    xs = jnp.concatenate([w[:1], xs])
+    return jnp.sum(lx * xs[:-1]) + jnp.sum(lu * us) + jnp.dot(lN, xs[-1])
+
+
+@jax.jit
+def _adjoint_by_grad(As, Bs, lx, lu, lN):
+    n, nx = lx.shape
+    w0, u0 = jnp.zeros((n + 1, nx)), jnp.zeros((n, Bs.shape[-1]))
+    return jax.grad(_linear_cost, argnums=(0, 1))(w0, u0, As, Bs, lx, lu, lN)
+
+
+def _recursion(As, Bs, lx, lu, lN, transpose=True, index=1, stage_lx=True, stage_lu=True):
+    """The recursion in numpy, with switches that reproduce the typical mistakes."""
+    As, Bs, lx, lu, lN = (np.asarray(m, dtype=np.float64) for m in (As, Bs, lx, lu, lN))
+    n = lx.shape[0]
+    lam = np.zeros((n + 1, lN.shape[0]))
+    lam[n] = lN
+    grads = np.zeros_like(lu)
+    for k in range(n - 1, -1, -1):
+        a = As[k].T if transpose else As[k]  # B_k is not square: only A_k can be left untransposed
+        lam[k] = (lx[k] if stage_lx else 0.0) + a @ lam[k + 1]
+        grads[k] = (lu[k] if stage_lu else 0.0) + Bs[k].T @ lam[k + index]
+    return lam, grads
+
+
+def adjoint_pass(As, Bs, lx, lu, lN):
+    """All lambda_k = dL/dx_k, shape (N+1, nx), and dL/du_k, shape (N, nu), by jax.grad (the reference)."""
+    lam, grads = _adjoint_by_grad(*(jnp.asarray(m, dtype=jnp.float64) for m in (As, Bs, lx, lu, lN)))
+    lam, grads = np.asarray(lam), np.asarray(grads)
+    rec = _recursion(As, Bs, lx, lu, lN)  # the chapter's recursion agrees with jax.grad
+    np.testing.assert_allclose(lam, rec[0], rtol=1e-12, atol=1e-12 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(grads, rec[1], rtol=1e-12, atol=1e-12 * np.max(np.abs(grads)))
+    return lam, grads
+
+
+def _pass_variant(**switches):
+    def fn(As, Bs, lx, lu, lN):
+        return _recursion(As, Bs, lx, lu, lN, **switches)
+
+    return fn
+
+
+def _pass_shifted(As, Bs, lx, lu, lN):
+    lam, grads = adjoint_pass(As, Bs, lx, lu, lN)
+    return np.concatenate([lam[1:], np.zeros_like(lam[:1])]), grads
+
+
+def _random_pass_case(rng, n, nx, nu):
+    """A random time-varying linearisation: A_k near I (non-symmetric), cost gradients O(1)."""
+    return {
+        "As": (np.eye(nx) + 0.15 * rng.normal(size=(n, nx, nx))).round(6),
+        "Bs": (0.3 * rng.normal(size=(n, nx, nu))).round(6),
+        "lx": rng.normal(size=(n, nx)).round(6),
+        "lu": (0.2 * rng.normal(size=(n, nu))).round(6),
+        "lN": rng.normal(size=nx).round(6),
+    }
+
+
+#: the pendulum of the exercise: semi-implicit Euler, default parameters, swing-up costs
+PEND_DT = 0.05
+_PEND = cl.PendulumParams()  # m = l = 1, g = 9.81, damping 0.1
+_pend_step = cl.semi_implicit_euler(cl.pendulum, PEND_DT)
+
+
+def pend_stage_cost(x, u):
+    """l(x, u) = (theta - pi)^2 + 0.1 omega^2 + 0.01 u^2 (upright is theta = pi)."""
+    return (x[0] - jnp.pi) ** 2 + 0.1 * x[1] ** 2 + 0.01 * jnp.sum(u**2)
+
+
+def pend_terminal_cost(x):
+    """l_N(x) = 10 ((theta - pi)^2 + omega^2)."""
+    return 10.0 * ((x[0] - jnp.pi) ** 2 + x[1] ** 2)
+
+
+@jax.jit
+def _pend_linearisation(x0, us):
+    """Trajectory of the exercise's pendulum and (A_k, B_k, l_x, l_u, l_N) along it."""
+    xs = cl.rollout(_pend_step, x0, us, _PEND)
+    lin = cl.linearize_trajectory(_pend_step, xs, us, _PEND)
+    lx, lu = jax.vmap(jax.grad(pend_stage_cost, argnums=(0, 1)))(xs[:-1], us)
+    return xs, (lin.A, lin.B, lx, lu, jax.grad(pend_terminal_cost)(xs[-1]))
+
+
+def _pend_pass_case(rng, n):
+    """The exercise's pendulum, linearised along a rollout: a realistic input for adjoint_pass."""
+    x0 = jnp.asarray([rng.uniform(0.2, 2.5), rng.normal()])
+    us = jnp.asarray(rng.normal(scale=0.8, size=(n, 1)))
+    _, parts = _pend_linearisation(x0, us)
+    return dict(zip(("As", "Bs", "lx", "lu", "lN"), (np.asarray(m) for m in parts)))
+
+
+def _pass_cases():
+    rng = np.random.default_rng(407_101)
+    return [
+        _random_pass_case(rng, 7, 3, 2),
+        _random_pass_case(rng, 19, 4, 2),
+        _pend_pass_case(rng, 24),
+        _random_pass_case(rng, 12, 2, 3),
+    ]
+
+
+@jax.jit
+def _pend_adjoint_jit(x0, us):
+    res = cl.adjoint_gradients(_pend_step, x0, us, _PEND,
+                               lambda x, u, p: pend_stage_cost(x, u), lambda x, p: pend_terminal_cost(x))
+    return res.loss, res.lambdas, res.grad_us
+
+
+@jax.jit
+def _pend_loss_grad(x0, us):
+    return jax.grad(_pend_loss, argnums=(0, 1))(x0, us)
+
+
+def _pend_loss(x0, us):
+    return cl.rollout_cost(_pend_step, x0, us, _PEND, lambda x, u, p: pend_stage_cost(x, u),
+                           lambda x, p: pend_terminal_cost(x))
+
+
+def pendulum_adjoint(x0, us):
+    """(L, lambdas (N+1, 2), dL/du (N, 1)) of the pendulum rollout, by course_lib's adjoint sweep."""
+    x0, us = jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64)
+    loss, lam, grads = (np.asarray(v) for v in _pend_adjoint_jit(x0, us))
+    g_x0, g_us = _pend_loss_grad(x0, us)  # the adjoint agrees with jax.grad
+    np.testing.assert_allclose(lam[0], np.asarray(g_x0), rtol=1e-10, atol=1e-10 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(grads, np.asarray(g_us), rtol=1e-10, atol=1e-10 * np.max(np.abs(grads)))
+    return float(loss), lam, grads
+
+
+def _pend_variant(**switches):
+    def fn(x0, us):
+        x0, us = jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64)
+        loss = float(_pend_adjoint_jit(x0, us)[0])
+        _, parts = _pend_linearisation(x0, us)
+        return (loss, *_recursion(*(np.asarray(m) for m in parts), **switches))
+
+    return fn
+
+
+def _pend_cases():
+    rng = np.random.default_rng(407_102)
+    cases = []
+    for n in (30, 30, 45):
+        x0 = np.array([rng.uniform(-0.5, 2.8), rng.normal()]).round(5)
+        cases.append({"x0": x0, "us": rng.normal(scale=0.7, size=(n, 1)).round(5)})
+    return cases
+
+
+_PASS_OUTPUTS = (Output("λ_k 序列（形状 (N+1, nx)）", "exact"), Output("dL/du_k 序列（形状 (N, nu)）", "exact"))
+
+register(
+    Check(
+        "s04_7_ex1", "adjoint_pass", 3.0, _pass_cases, reference=adjoint_pass, outputs=_PASS_OUTPUTS,
+        mistakes={
+            "s047_lambda_index": _pass_variant(index=0),
+            "s047_no_transpose": _pass_variant(transpose=False),
+            "s047_no_stage_lx": _pass_variant(stage_lx=False),
+            "s047_no_stage_lu": _pass_variant(stage_lu=False),
+            "s047_lambda_shifted": _pass_shifted,
+        },
+    ),
+    Check(
+        "s04_7_ex1", "pendulum_adjoint", 2.0, _pend_cases, reference=pendulum_adjoint,
+        outputs=(Output("损失 L", "exact"), *_PASS_OUTPUTS),
+        mistakes={
+            "s047_lambda_index": _pend_variant(index=0),
+            "s047_no_transpose": _pend_variant(transpose=False),
+            "s047_no_stage_lx": _pend_variant(stage_lx=False),
+            "s047_no_stage_lu": _pend_variant(stage_lu=False),
+        },
+    ),
+)
+
+
+# --- s04_7_ex2: gradient norm against horizon on a linear system ------------------------------
+
+def linear_rollout(A, B, x0, us):
+    """x_0 .. x_H of x_{k+1} = A x_k + B u_k, shape (H+1, nx), by cl.rollout (lax.scan)."""
+    a, b = jnp.asarray(A), jnp.asarray(B)
+    xs = cl.rollout(lambda x, u, p: a @ x + b @ u, jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64), None)
+    return np.asarray(xs)
+
+
+#: every horizon is run as a masked rollout of this fixed length, so one program serves all horizons
+_MAX_HORIZON = 256
+
+
+@jax.jit
+def _horizon_grads(A, B, x0, horizon):
+    """(dL_H/dU at U = 0, dL_H/dx0) for L_H = 1/2 sum_{k=1}^{H} |x_k|^2, by jax.grad through lax.scan.
+
+    The rollout always has _MAX_HORIZON steps and the cost keeps only x_1..x_H (H traced); inputs
+    u_k with k >= H reach masked states only, so their gradient is exactly zero.
+    """
+
+    def loss(x_init, us):
+        xs = cl.rollout(lambda x, u, p: A @ x + B @ u, x_init, us, None)
+        mask = jnp.arange(1, _MAX_HORIZON + 1) <= horizon
+        return 0.5 * jnp.sum(jnp.where(mask[:, None], xs[1:] ** 2, 0.0))
+
+    return jax.grad(loss, argnums=(1, 0))(x0, jnp.zeros((_MAX_HORIZON, B.shape[1]), dtype=A.dtype))
+
+
+def _adjoint_grads(A, B, x0, horizon):
+    """The same gradient by the adjoint recursion in numpy (a cross-check)."""
+    xs = [np.asarray(x0, dtype=np.float64)]
+    for _ in range(horizon):
+        xs.append(A @ xs[-1])
+    lam = xs[horizon].copy()
+    g = np.zeros((horizon, B.shape[1]))
+    for k in range(horizon - 1, -1, -1):
+        g[k] = B.T @ lam  # dL/du_k = B^T lambda_{k+1}
+        lam = (xs[k] if k > 0 else 0.0) + A.T @ lam
+    return g
+
+
+def _norms(A, B, x0, horizons, shift=0, which="u", reduce=lambda g: np.linalg.norm(g), log=np.log10):
+    A, B, x0 = (np.asarray(m, dtype=np.float64) for m in (A, B, x0))
+    out = []
+    for h in np.asarray(horizons).astype(int):
+        assert 1 <= int(h) + shift <= _MAX_HORIZON
+        g_u, g_x0 = (np.asarray(v) for v in _horizon_grads(jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0), int(h) + shift))
+        out.append(log(reduce(g_u if which == "u" else g_x0)))
+    return np.array(out)
+
+
+def grad_norms(A, B, x0, horizons):
+    """log10 |dL_H/dU|_2 at U = 0 for each H in horizons, L_H = 1/2 sum_{k=1}^{H} |x_k|^2."""
+    out = _norms(A, B, x0, horizons)
+    for h, val in zip(np.asarray(horizons).astype(int), out):  # jax.grad agrees with the hand-written adjoint
+        ref = np.log10(np.linalg.norm(_adjoint_grads(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), x0, int(h))))
+        assert abs(ref - val) <= 1e-11 * max(1.0, abs(val)), (h, ref, val)
+    return out
+
+
+def _rollout_cases():
+    rng = np.random.default_rng(407_201)
+    out = []
+    for nx, nu, h in ((2, 1, 9), (3, 2, 14), (4, 1, 6)):
+        out.append({"A": (np.eye(nx) + 0.2 * rng.normal(size=(nx, nx))).round(5), "B": rng.normal(size=(nx, nu)).round(5),
+                    "x0": rng.normal(size=nx).round(5), "us": rng.normal(size=(h, nu)).round(5)})
+    return out
+
+
+def _discrete_oscillator(omega, zeta, dt):
+    """Exact zero-order-hold discretisation of q'' = -omega^2 q - 2 zeta omega q' + u."""
+    import scipy.linalg as sla
+
+    ac = np.array([[0.0, 1.0], [-omega**2, -2 * zeta * omega]])
+    aug = np.zeros((3, 3))
+    aug[:2, :2], aug[1, 2] = ac, 1.0
+    e = sla.expm(aug * dt)
+    return e[:2, :2], e[:2, 2:]
+
+
+#: one set of horizons for every hidden case (none of them the public 10/50/200): a student's jax.jit
+#: compiles once per (H, nx, nu), so sharing the horizons keeps grading to 6 compilations
+_HIDDEN_HORIZONS = [8, 40, 160]
+
+
+def _grad_norm_cases():
+    rng = np.random.default_rng(407_202)
+    a_stable, b_stable = _discrete_oscillator(2.3, 0.08, 0.1)             # spectral radius ~0.98
+    dt = 0.07
+    a_marginal, b_marginal = np.array([[1.0, dt], [0.0, 1.0]]), np.array([[dt**2], [dt]])  # semi-implicit double integrator
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    a_unstable = q @ np.diag([1.035, 0.9, -0.7]) @ q.T + 0.05 * rng.normal(size=(3, 3))  # one slowly growing mode
+    b_unstable = rng.normal(size=(3, 2))
+    cases = [
+        {"A": a_stable, "B": b_stable, "x0": np.array([1.0, -0.4]) + 0.1 * rng.normal(size=2), "horizons": _HIDDEN_HORIZONS},
+        {"A": a_marginal, "B": b_marginal, "x0": np.array([0.5, 0.2]) + 0.1 * rng.normal(size=2), "horizons": _HIDDEN_HORIZONS},
+        {"A": a_unstable, "B": b_unstable, "x0": rng.normal(size=3), "horizons": _HIDDEN_HORIZONS},
+    ]
+    return [{k: (np.asarray(v).round(6) if k != "horizons" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
+            for c in cases]
+
+
+register(
+    Check(
+        "s04_7_ex2", "linear_rollout", 1.0, _rollout_cases, reference=linear_rollout,
+        outputs=(Output("轨迹 x_0…x_H", "exact"),),
+        mistakes={"s047_rollout_shifted": lambda A, B, x0, us: np.concatenate(
+            [linear_rollout(A, B, x0, us)[1:], (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None]])},
+    ),
+    Check(
+        "s04_7_ex2", "grad_norms", 3.0, _grad_norm_cases, reference=grad_norms,
+        # jax.grad through lax.scan and the hand-written adjoint recursion agree to 2e-16 of max |log10|
+        # (measured on these cases); the band 1e-9 leaves that margin many times over while every
+        # catalogued mistake moves the array by >= 8e-3 of max |log10|.
+        outputs=(Output("各时域的 log10‖dL/dU‖₂", "exact", rtol=1e-9),),
+        mistakes={
+            "horizon_minus_one": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1),
+            "horizon_plus_one": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1),
+            "s047_grad_wrt_x0": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0"),
+            "s047_first_action_only": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0])),
+            "s047_natural_log": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log),
+            "s047_no_log": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=lambda v: v),
+        },
+    ),
+)
+
+
+# --- s04_7_ex3: the SHAC window loss with a given critic --------------------------------------
+
+SHAC_GAMMA = 0.99
+#: the given critic: V(x) = psi . (1, q, v, q^2, q v, v^2), a cost-to-go fitted once by cl.shac_train (rounded)
+CRITIC_PSI = np.array([14.0, -30.4, -9.7, 16.0, 9.9, 3.25])
+_TASK = cl.wall_task()
+
+
+def linear_policy(theta, x):
+    """u = theta_0 q + theta_1 v + theta_2, shape (1,)."""
+    return jnp.reshape(theta[0] * x[0] + theta[1] * x[1] + theta[2], (1,))
+
+
+def _critic(x):
+    return cl.critic_value(jnp.asarray(CRITIC_PSI), x)
+
+
+@functools.partial(jax.jit, static_argnames=("h",))
+def _lib_window(theta, x_start, h):
+    loss, roll = cl.short_horizon_loss(theta, jnp.asarray(CRITIC_PSI), x_start[None], _TASK, horizon=h,
+                                       gamma=SHAC_GAMMA, policy=linear_policy)
+    return loss, roll.states[0, -1]
+
+
+def window_loss(theta, x_start, h):
+    """(L_h, x_h) of one window from x_start: sum_k gamma^k c_k + gamma^h V(x_h), by cl.short_horizon_loss."""
+    theta, x_start = jnp.asarray(theta, dtype=jnp.float64), jnp.asarray(x_start, dtype=jnp.float64)
+    loss, x_end = _lib_window(theta, x_start, int(h))
+    my_loss, _ = _my_window_jit(theta, x_start, h=int(h), switches=jnp.asarray(_RIGHT))  # library = formula
+    np.testing.assert_allclose(float(my_loss), float(loss), rtol=1e-12)
+    return float(loss), np.asarray(x_end)
+
+
+#: switches of the written-out window loss: (critic weight, critic discounted, discount shift, critic at start,
+#: stop_gradient at the window start); traced, so the reference and every mistake share one program per (h, n_windows)
+_RIGHT = (1.0, 1.0, 0.0, 0.0, 1.0)
+
+
+def _my_window(theta, x, h, switches):
+    """The window loss written out with lax.scan (for the mistakes and as a cross-check of the library)."""
+    critic_w, critic_disc, shift, at_start, _ = switches
+    p = _TASK.params
+
+    def body(carry, k):
+        x_k, total = carry
+        u = linear_policy(theta, x_k)
+        total = total + SHAC_GAMMA ** (k + shift) * _TASK.stage_cost(x_k, u, p)
+        return (_TASK.step(x_k, u, p), total), None
+
+    (x_end, total), _ = jax.lax.scan(body, (x, jnp.zeros((), x.dtype)), jnp.arange(h))
+    discount = critic_disc * SHAC_GAMMA**h + (1.0 - critic_disc)
+    value = at_start * _critic(x) + (1.0 - at_start) * _critic(x_end)
+    return total + critic_w * discount * value, x_end
+
+
+_my_window_jit = jax.jit(_my_window, static_argnames=("h",))
+
+
+@functools.partial(jax.jit, static_argnames=("h", "n_windows"))
+def _my_truncated(theta, x0, h, n_windows, switches):
+    stop = switches[4]
+
+    def mean_loss(th):
+        def one(x, _):
+            x = x + stop * (jax.lax.stop_gradient(x) - x)  # stop = 1: the window start is a constant
+            loss, x_end = _my_window(th, x, h, switches)
+            return x_end, loss
+
+        _, losses = jax.lax.scan(one, x0, None, length=n_windows)
+        return jnp.mean(losses)
+
+    return jax.value_and_grad(mean_loss)(theta)
+
+
+@functools.partial(jax.jit, static_argnames=("h", "n_windows"))
+def _lib_truncated(theta, x0, h, n_windows):
+    """Mean of cl.short_horizon_loss over consecutive windows; each window start is stop_gradient'ed by the library."""
+
+    def mean_loss(th):
+        def one(x, _):
+            loss, roll = cl.short_horizon_loss(th, jnp.asarray(CRITIC_PSI), x, _TASK, horizon=h, gamma=SHAC_GAMMA,
+                                               policy=linear_policy)
+            return roll.states[:, -1], loss
+
+        _, losses = jax.lax.scan(one, x0[None], None, length=n_windows)
+        return jnp.mean(losses)
+
+    return jax.value_and_grad(mean_loss)(theta)
+
+
+def truncated_value_and_grad(theta, x0, h, n_windows):
+    """(mean window loss, its truncated gradient w.r.t. theta (3,)) over n_windows consecutive windows."""
+    theta, x0 = jnp.asarray(theta, dtype=jnp.float64), jnp.asarray(x0, dtype=jnp.float64)
+    loss, grad = _lib_truncated(theta, x0, int(h), int(n_windows))
+    my_loss, my_grad = _my_truncated(theta, x0, int(h), int(n_windows), jnp.asarray(_RIGHT))  # library = formula
+    np.testing.assert_allclose(float(my_loss), float(loss), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(my_grad), np.asarray(grad), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(grad))))
+    return float(loss), np.asarray(grad)
+
+
+def _switches(critic=1.0, critic_discount=1.0, discount_shift=0.0, critic_at_start=0.0, stop=1.0):
+    return jnp.asarray([critic, critic_discount, discount_shift, critic_at_start, stop], dtype=jnp.float64)
+
+
+def _window_variant(**kw):
+    def fn(theta, x_start, h):
+        loss, x = _my_window_jit(jnp.asarray(theta), jnp.asarray(x_start), h=int(h), switches=_switches(**kw))
+        return float(loss), np.asarray(x)
+
+    return fn
+
+
+def _truncated_variant(scale=1.0, **kw):
+    def fn(theta, x0, h, n_windows):
+        loss, grad = _my_truncated(jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows), _switches(**kw))
+        return scale * float(loss), scale * np.asarray(grad)
+
+    return fn
+
+
+_THETA_STAR = np.array([0.24, -1.11, 0.24])  # near what cl.shac_train learns on this task
+
+
+def _window_cases():
+    rng = np.random.default_rng(407_301)
+    return [
+        {"theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5), "x_start": np.array([0.1, 1.8]) + 0.05 * rng.normal(size=2),
+         "h": h}
+        for h in (5, 13, 24)
+    ]
+
+
+def _truncated_cases():
+    rng = np.random.default_rng(407_302)
+    out = []
+    for h, n_windows in ((6, 3), (6, 3), (10, 2)):  # two (h, n_windows) pairs: two compiles when graded
+        out.append({"theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5),
+                    "x0": (np.array([0.0, 2.0]) + np.array([0.05, 0.3]) * rng.normal(size=2)).round(5),
+                    "h": h, "n_windows": n_windows})
+    return out
+
+
+# Loss values and gradients agree to ~1e-15 relative between the library (lax.scan) and a Python-loop
+# formula (measured; the stiff wall contact sits inside some windows); 1e-9 leaves a wide margin, while a
+# missing stop_gradient or critic changes the gradient by O(1) relative.
+_BAND = 1e-9
+
+register(
+    Check(
+        "s04_7_ex3", "window_loss", 2.0, _window_cases, reference=window_loss,
+        outputs=(Output("窗口损失 L_h", "exact", rtol=_BAND), Output("窗口末端状态 x_h", "exact", rtol=_BAND)),
+        mistakes={
+            "s047_no_critic": _window_variant(critic=0.0),
+            "s047_critic_undiscounted": _window_variant(critic_discount=0.0),
+            "s047_discount_shift": _window_variant(discount_shift=1.0),
+            "s047_critic_at_start": _window_variant(critic_at_start=1.0),
+        },
+    ),
+    Check(
+        "s04_7_ex3", "truncated_value_and_grad", 3.0, _truncated_cases, reference=truncated_value_and_grad,
+        outputs=(Output("平均窗口损失", "exact", rtol=_BAND), Output("截断梯度 dL/dθ", "exact", rtol=_BAND)),
+        mistakes={
+            "s047_no_stop_gradient": _truncated_variant(stop=0.0),
+            "s047_no_critic": _truncated_variant(critic=0.0),
+            "s047_critic_undiscounted": _truncated_variant(critic_discount=0.0),
+            "s047_sum_not_mean": lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows),
+        },
+    ),
+)
+
+
+# --- plausible wrong submissions ----------------------------------------------------------------
+
+_EX1_PEND_OK = '''@jax.jit
+def linearise(x0, us):
+    xs = cl.rollout(step, x0, us, P)
+    jac = jax.vmap(jax.jacobian(step, argnums=(0, 1)), in_axes=(0, 0, None))
+    As, Bs = jac(xs[:-1], us, P)
+    lx, lu = jax.vmap(jax.grad(stage_cost, argnums=(0, 1)))(xs[:-1], us)
+    lN = jax.grad(terminal_cost)(xs[-1])
+    L = jnp.sum(jax.vmap(stage_cost)(xs[:-1], us)) + terminal_cost(xs[-1])
+    return L, As, Bs, lx, lu, lN
+
+
+def pendulum_adjoint(x0, us):
+    L, As, Bs, lx, lu, lN = linearise(jnp.asarray(x0), jnp.asarray(us))
+    lambdas, grads = adjoint_pass(As, Bs, lx, lu, lN)
+    return float(L), lambdas, grads
+'''
+
+_EX2_ROLLOUT_OK = '''def linear_rollout(A, B, x0, us):
+    def body(x, u):
+        x = A @ x + B @ u
+        return x, x
+    _, xs = jax.lax.scan(body, jnp.asarray(x0), jnp.asarray(us))
+    return jnp.concatenate([jnp.asarray(x0)[None], xs])
+'''
+
+def _ex3_window(start, critic):
+    return f'''def window_loss(theta, x_start, h):
+    x0 = {start}
+
+    def one_step(carry, k):
+        x, total = carry
+        u = policy(theta, x)
+        total = total + GAMMA**k * task.stage_cost(x, u, task.params)
+        return (task.step(x, u, task.params), total), None
+
+    (x_h, total), _ = jax.lax.scan(one_step, (x0, jnp.zeros(())), jnp.arange(h))
+    return total + {critic}, x_h
+'''
+
+
+_EX3_TRUNCATED_OK = '''@functools.partial(jax.jit, static_argnums=(2, 3))
+def mean_window_loss_and_grad(theta, x0, h, n_windows):
+    def mean_loss(th):
+        x, total = x0, 0.0
+        for _ in range(n_windows):
+            L_w, x = window_loss(th, x, h)
+            total = total + L_w
+        return total / n_windows
+    return jax.value_and_grad(mean_loss)(theta)
+
+
+def truncated_value_and_grad(theta, x0, h, n_windows):
+    L, g = mean_window_loss_and_grad(jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows))
+    return float(L), np.asarray(g)
+'''
+
+WRONG_ANSWERS = {
+    "s04_7_ex1": [
+        WrongAnswer(  # dL/du_k read off lambda_k instead of lambda_{k+1}
+            cells={
+                "adjoint_pass_answer": '''def adjoint_pass(As, Bs, lx, lu, lN):
+    N = len(lx)
+    lambdas = [None] * (N + 1)
+    lambdas[N] = np.asarray(lN)
+    grads = []
+    for k in reversed(range(N)):
+        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]
+        grads.insert(0, lu[k] + Bs[k].T @ lambdas[k])
+    return np.array(lambdas), np.array(grads)
+''',
+                "pendulum_adjoint_answer": _EX1_PEND_OK,
+            },
+            feedback_contains="B_kᵀλ_{k+1}，下标差了一",
+        ),
+        WrongAnswer(  # A_k used without the transpose
+            cells={
+                "adjoint_pass_answer": '''def adjoint_pass(As, Bs, lx, lu, lN):
+    As, Bs, lx, lu, lN = (np.asarray(m) for m in (As, Bs, lx, lu, lN))
+    N = lx.shape[0]
+    lambdas = np.zeros((N + 1, lN.shape[0]))
+    grads = np.zeros_like(lu)
+    lambdas[N] = lN
+    for k in range(N - 1, -1, -1):
+        lambdas[k] = lx[k] + As[k] @ lambdas[k + 1]
+        grads[k] = lu[k] + Bs[k].T @ lambdas[k + 1]
+    return lambdas, grads
+''',
+                "pendulum_adjoint_answer": _EX1_PEND_OK,
+            },
+            feedback_contains="A_kᵀλ_{k+1}",
+        ),
+    ],
+    "s04_7_ex2": [
+        WrongAnswer(  # the gradient with respect to the initial state
+            cells={
+                "linear_rollout_answer": _EX2_ROLLOUT_OK,
+                "grad_norms_answer": '''def horizon_loss(us, A, B, x0):
+    xs = linear_rollout(A, B, x0, us)
+    return 0.5 * jnp.sum(xs[1:] ** 2)
+
+
+def grad_norms(A, B, x0, horizons):
+    grad_fn = jax.jit(jax.grad(horizon_loss, argnums=3))
+    out = []
+    for H in horizons:
+        g = grad_fn(jnp.zeros((int(H), B.shape[1])), jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0))
+        out.append(np.log10(np.linalg.norm(g)))
+    return np.array(out)
+''',
+            },
+            feedback_contains="对初始状态的梯度",
+        ),
+        WrongAnswer(  # the last state dropped from the cost: one step short
+            cells={
+                "linear_rollout_answer": _EX2_ROLLOUT_OK,
+                "grad_norms_answer": '''def horizon_loss(us, A, B, x0):
+    xs = linear_rollout(A, B, x0, us)
+    return 0.5 * jnp.sum(xs[1:-1] ** 2)
+
+
+def grad_norms(A, B, x0, horizons):
+    grad_fn = jax.jit(jax.grad(horizon_loss))
+    out = []
+    for H in horizons:
+        g = grad_fn(jnp.zeros((int(H), B.shape[1])), jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0))
+        out.append(np.log10(np.linalg.norm(g)))
+    return np.array(out)
+''',
+            },
+            feedback_contains="off-by-one",
+        ),
+    ],
+    "s04_7_ex3": [
+        WrongAnswer(  # window starts not stop_gradient'ed: the gradient leaks into the previous window
+            cells={
+                "window_loss_answer": _ex3_window(start="jnp.asarray(x_start, dtype=jnp.float64)", critic="GAMMA**h * critic(x_h)"),
+                "truncated_answer": _EX3_TRUNCATED_OK,
+            },
+            feedback_contains="stop_gradient",
+        ),
+        WrongAnswer(  # the critic term forgotten
+            cells={
+                "window_loss_answer": _ex3_window(start="jax.lax.stop_gradient(jnp.asarray(x_start, dtype=jnp.float64))", critic="0.0"),
+                "truncated_answer": _EX3_TRUNCATED_OK,
+            },
+            feedback_contains="critic 终值",
+        ),
+    ],
+}

@@ -1,0 +1,688 @@
+"""Reference solutions and graded checks for section S04.8 (gradient checking and diagnosis).
+
+* ``s04_8_ex1``: directional check on the double integrator (semi-implicit Euler, log-cosh tracking
+  cost): the (AD, FD, relative error) table for a list of step sizes, and the plateau detector
+  (longest run of relative errors <= tol). References: ``cl.directional_check`` and ``cl.find_plateau``.
+* ``s04_8_ex2``: the same on a ball dropped on a softplus ground (stiffness 1e4 N/m, sharpness
+  beta), differentiated with respect to its initial state (y0, v0): tables for several beta and the
+  index of the plateau's largest step size, per beta.
+* ``s04_8_ex3``: a training log for a ball thrown near the ground (parameters: initial velocity and a
+  constant force), gradient descent with global-norm clipping: loss, its two terms, gradient norm
+  before clipping, contact count, maximum penetration, contact residual and update size, per iteration.
+  Reference: ``cl.health_record`` fed from ``cl.rollout_with_record``.
+
+Only results that do not depend on rounding are graded. In a central-difference sweep the error at
+large eps is truncation (deterministic: the same on every machine to many digits) and at small eps
+rounding (it changes with the order of floating-point operations, e.g. jit vs op-by-op). The tables
+are graded at truncation-dominated eps only, and the plateau's largest eps is graded only where the
+pass/fail pattern that decides it is at least 25 % away from the tolerance; the case generators
+assert both, with a second, differently-rounded evaluation of the same sweep.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import course_lib as cl
+from autograder.verdict.compare import add_mistake_message
+from autograder.authoring.registry import Check, Output, WrongAnswer, register
+
+# --- mistakes this section recognises ------------------------------------------------------------
+
+add_mistake_message("s048_unnormalised", "结果与“方向没有归一化”一致：先把方向缩放成单位向量 v = d/‖d‖，否则 AD 与 FD 的方向导数都被放大了 ‖d‖ 倍。")
+add_mistake_message("s048_relerr_no_floor", "相对误差与 |a−f|/max(|a|,|f|) 一致：教材的公式分母是 max(1, |a|, |f|)，方向导数很小时不能再除以它本身。")
+add_mistake_message("s048_relerr_absolute", "相对误差与绝对误差 |a−f| 一致：要除以 max(1, |a|, |f|)。")
+add_mistake_message("s048_fd_not_halved", "FD 方向导数是参考值的 2 倍：中心差分的分母是 2ε，不是 ε。")
+add_mistake_message("s048_plateau_last_tie", "两段一样长的平台里你选了后一段：按约定取ε较大的那一段（先出现的那一段）。")
+add_mistake_message("s048_plateau_stop_exclusive", "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。")
+add_mistake_message("s048_plateau_best_only", "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。")
+add_mistake_message("s048_plateau_first_run", "结果与“取第一段连续通过的区间”一致：平台是最长的那一段，不一定是最先出现的那一段。")
+add_mistake_message("s048_start_is_best", "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。")
+add_mistake_message("s048_start_is_stop", "结果与平台的终点（最小的 ε）一致：题目要的是平台的起点，即平台里最大的 ε。")
+add_mistake_message("s048_log_after_update", "日志里损失、接触等字段与“更新之后的参数”对应，梯度却是更新之前的：同一行的所有字段必须来自同一个参数 θ_i（先记录，再更新）。")
+add_mistake_message("s048_grad_norm_clipped", "梯度范数与“裁剪之后的范数” min(‖g‖, c) 一致：要记录裁剪之前的 ‖g‖，否则尖峰被裁剪掩盖，日志里看不到。")
+add_mistake_message("s048_step_is_lr", "更新步长一栏等于学习率：要记录实际施加的更新 Δθ 的范数（裁剪之后的 lr·g 的范数）。")
+add_mistake_message("s048_step_unclipped", "更新步长与“未裁剪的 lr·‖g‖”一致：要记录实际施加的（裁剪之后的）更新的范数。")
+add_mistake_message("s048_contacts_next_states", "接触数与“在 x_1…x_N 上数 φ<0”一致：接触记录是在每一步开始时的状态 x_0…x_{N−1} 上求的，请直接用记录里的 penetration > 0。")
+add_mistake_message("s048_residual_mean", "残差一栏与各步残差的平均值一致：要记录最大值（最坏的一步才说明前向解可不可靠）。")
+
+
+# --- the chapter's sweep and plateau --------------------------------------------------------------
+
+#: the table of the exercises: eps = 1e-1 ... 1e-12
+EPS_TABLE = tuple(10.0 ** -k for k in range(1, 13))
+TOL = cl.default_tolerance(np.float64)  # 100 sqrt(machine epsilon), about 1.5e-6
+
+
+def _sweep(loss, grad, theta, direction, eps_list):
+    """(ad, fd, relerr) by cl.directional_check (vmap over eps inside one program)."""
+    chk = cl.directional_check(loss, jnp.asarray(theta), grad, tuple(float(e) for e in eps_list),
+                               direction=jnp.asarray(direction))
+    return float(chk.ad), np.asarray(chk.fd), np.asarray(chk.rel_error)
+
+
+def _sweep_python(loss, grad, theta, direction, eps_list):
+    """The same sweep written as a plain Python loop (different rounding: the robustness witness)."""
+    theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
+    v = d / np.linalg.norm(d)
+    ad = float(np.sum(np.asarray(grad) * v))
+    fd = np.array([(float(loss(jnp.asarray(theta + e * v))) - float(loss(jnp.asarray(theta - e * v)))) / (2 * e)
+                   for e in eps_list])
+    return ad, fd, np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
+
+
+def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False):
+    """The sweep with a typical mistake switched on: ``fn(loss, grad, theta, direction, eps_list)``."""
+
+    def fn(loss, grad, theta, direction, eps_list):
+        theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
+        v = d / np.linalg.norm(d) if normalise else d
+        ad = float(np.sum(np.asarray(grad) * v))
+        base = float(loss(jnp.asarray(theta)))
+        fd = []
+        for e in eps_list:
+            plus = float(loss(jnp.asarray(theta + e * v)))
+            minus = base if forward else float(loss(jnp.asarray(theta - e * v)))
+            fd.append((plus - minus) / ((1.0 if forward else 2.0) * e) * (1.0 if halved else 2.0))
+        fd = np.array(fd)
+        diff = np.abs(ad - fd)
+        denom = {"chapter": np.maximum(1.0, np.maximum(abs(ad), np.abs(fd))),
+                 "no_floor": np.maximum(abs(ad), np.abs(fd)), "absolute": np.ones_like(fd)}[formula]
+        return ad, fd, diff / denom
+
+    return fn
+
+
+def find_plateau(relerr, tol):
+    """(start, stop): the longest run of consecutive entries <= tol (the first of equal runs); (-1, -1) if none."""
+    relerr = np.asarray(relerr, dtype=np.float64)
+    p = cl.find_plateau(cl.DirectionalCheck(jnp.ones_like(relerr), 0.0, jnp.zeros_like(relerr), jnp.asarray(relerr),
+                                            jnp.zeros(1)), tol=float(tol))
+    return int(p.start), int(p.stop)
+
+
+def _runs(relerr, tol):
+    ok = np.asarray(relerr) <= tol
+    runs, i = [], 0
+    while i < len(ok):
+        if ok[i]:
+            j = i
+            while j + 1 < len(ok) and ok[j + 1]:
+                j += 1
+            runs.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return runs
+
+
+def _plateau_last_tie(relerr, tol):
+    runs = _runs(relerr, tol)
+    if not runs:
+        return -1, -1
+    longest = max(j - i for i, j in runs)
+    return [r for r in runs if r[1] - r[0] == longest][-1]
+
+
+def _plateau_first_run(relerr, tol):
+    runs = _runs(relerr, tol)
+    return runs[0] if runs else (-1, -1)
+
+
+def _plateau_stop_exclusive(relerr, tol):
+    start, stop = find_plateau(relerr, tol)
+    return (start, stop + 1) if start >= 0 else (-1, -1)
+
+
+def _plateau_best_only(relerr, tol):
+    i = int(np.argmin(relerr))
+    return (i, i) if np.asarray(relerr)[i] <= tol else (-1, -1)
+
+
+def _plateau_start(relerr, tol):
+    return find_plateau(relerr, tol)[0]
+
+
+def _assert_robust_start(tables, tol):
+    """The plateau start is the same for every table (differently rounded sweeps) and for 0.8 tol ... 1.25 tol.
+
+    The entries that decide the start are truncation errors, reproducible to far better than 25 %; the
+    margin only keeps an entry that sits on the tolerance itself out of the graded cases.
+    """
+    starts = {_plateau_start(t, s * tol) for t in tables for s in (0.8, 1.0, 1.25)}
+    assert len(starts) == 1 and -1 not in starts, starts
+
+
+# --- s04_8_ex1: the double integrator --------------------------------------------------------------
+
+DI_DT, DI_N, DI_TARGET = 0.1, 40, 1.0
+_di_step = cl.semi_implicit_euler(cl.double_integrator, DI_DT)
+_DI = cl.DoubleIntegratorParams()
+
+
+@jax.jit
+def di_loss(U):
+    """sum_k log cosh(q_k - 1) over k = 1..N, plus 0.05 |U|^2; the rollout starts at rest at q = 0."""
+    xs = cl.rollout(_di_step, jnp.zeros(2), U, _DI)
+    return jnp.sum(jnp.log(jnp.cosh(xs[1:, 0] - DI_TARGET))) + 0.05 * jnp.sum(U**2)
+
+
+di_grad = jax.jit(jax.grad(di_loss))
+
+
+def directional_sweep(U, direction, eps_list):
+    """(ad, fd (m,), relerr (m,)) of the double-integrator loss at U along the unit vector of direction."""
+    return _sweep(di_loss, di_grad(jnp.asarray(U)), U, direction, eps_list)
+
+
+def _di_variant(**kw):
+    def fn(U, direction, eps_list):
+        return _sweep_variant(**kw)(di_loss, di_grad(jnp.asarray(U)), U, direction, eps_list)
+
+    return fn
+
+
+def _di_points(seed, n):
+    """Hidden points (U, direction); the last one has a small directional derivative (|ad| < 1)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        U = rng.normal(size=(DI_N, 1)).round(6)
+        d = rng.normal(scale=2.0, size=(DI_N, 1))
+        if i == n - 1:  # a direction almost orthogonal to the gradient: ad = 0.3 exactly (before rounding)
+            g = np.asarray(di_grad(jnp.asarray(U)))
+            g_hat = g / np.linalg.norm(g)
+            perp = d - np.sum(d * g_hat) * g_hat
+            t = 0.3 / np.sqrt(np.sum(g * g) - 0.09)
+            d = np.linalg.norm(d) * (perp / np.linalg.norm(perp) + t * g_hat)
+        out.append((U, d.round(6)))
+    return out
+
+
+def _di_sweep_cases():
+    eps_lists = ([0.1, 0.03, 0.01, 0.003, 0.001], [0.05, 0.02, 0.005, 0.002, 0.0005, 0.0002],
+                 [0.1, 0.01, 0.001, 0.0001])
+    cases = []
+    for (U, d), eps in zip(_di_points(408_101, 3), eps_lists):
+        case = {"U": U, "direction": d, "eps_list": np.array(eps)}
+        ref = directional_sweep(**case)
+        alt = _sweep_python(di_loss, di_grad(jnp.asarray(U)), U, d, eps)
+        # truncation-dominated: a differently rounded sweep agrees far inside the bands below
+        assert abs(alt[0] - ref[0]) <= 1e-12 * max(1.0, abs(ref[0]))
+        assert np.max(np.abs(alt[1] - ref[1])) <= 1e-11 * np.max(np.abs(ref[1])), np.max(np.abs(alt[1] - ref[1]))
+        assert np.max(np.abs(alt[2] - ref[2])) <= 1e-6 * np.max(ref[2]), np.max(np.abs(alt[2] - ref[2])) / np.max(ref[2])
+        cases.append(case)
+    return cases
+
+
+def _plateau_cases():
+    """Relative-error tables to analyse: two from real sweeps of the loss, and constructed patterns."""
+    tables = []
+    for U, d in _di_points(408_102, 2):
+        tables.append(directional_sweep(U, d, EPS_TABLE)[2])
+    cases = [{"relerr": tables[0], "tol": TOL}, {"relerr": tables[1], "tol": 1e-9}]
+    cases += [
+        {"relerr": np.array([3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5]), "tol": TOL},  # runs of 2 and 3
+        {"relerr": np.array([2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5]), "tol": 1e-7},                   # two runs of 2: the first
+        {"relerr": np.array([0.3, 0.1, 0.05, 0.2, 0.4, 0.6]), "tol": TOL},                                      # nothing passes
+        {"relerr": np.array([5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9]), "tol": TOL},                          # the run reaches the end
+    ]
+    return cases
+
+
+register(
+    Check(
+        "s04_8_ex1", "directional_sweep", 3.0, _di_sweep_cases, reference=directional_sweep,
+        # Bands: graded eps are truncation-dominated (>= 1e-4); a differently rounded sweep (Python loop,
+        # op-by-op perturbation) agrees with the reference to <= 1e-11 relative in fd and <= 1e-6 of the
+        # largest relerr (asserted above; measured 1e-12 and 5e-7 at worst). FD against a forward difference
+        # or an unnormalised direction differs by >= 1e-4 relative.
+        outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
+                 Output("相对误差", "exact", rtol=1e-4)),
+        mistakes={
+            "forward_difference": _di_variant(forward=True),
+            "s048_unnormalised": _di_variant(normalise=False),
+            "s048_relerr_no_floor": _di_variant(formula="no_floor"),
+            "s048_relerr_absolute": _di_variant(formula="absolute"),
+            "s048_fd_not_halved": _di_variant(halved=False),
+        },
+    ),
+    Check(
+        "s04_8_ex1", "find_plateau", 2.0, _plateau_cases, reference=find_plateau,
+        outputs=(Output("平台起点下标 start"), Output("平台终点下标 stop")),
+        mistakes={
+            "s048_plateau_last_tie": _plateau_last_tie,
+            "s048_plateau_first_run": _plateau_first_run,
+            "s048_plateau_stop_exclusive": _plateau_stop_exclusive,
+            "s048_plateau_best_only": _plateau_best_only,
+        },
+    ),
+)
+
+
+# --- s04_8_ex2: the softplus ground ------------------------------------------------------------
+
+BALL_H, BALL_N, BALL_K = 2e-3, 100, 1e4
+_ball_step = cl.soft_ball_step(BALL_H, law="softplus_penetration")
+_BALL_U = jnp.zeros((BALL_N, 1))
+
+
+def _ball_params(beta):
+    return cl.SoftBallParams(contact=cl.ContactParams(stiffness=BALL_K, damping=0.0, gap_beta=beta))
+
+
+@jax.jit
+def ball_loss(theta, beta):
+    """10 (y_N - 0.1)^2 + v_N^2 after N = 100 steps of 2 ms from the initial state theta = (y0, v0)."""
+    xs = cl.rollout(_ball_step, theta, _BALL_U, _ball_params(beta))
+    return 10.0 * (xs[-1, 0] - 0.1) ** 2 + xs[-1, 1] ** 2
+
+
+ball_grad = jax.jit(jax.grad(ball_loss))
+
+
+def contact_sweep(theta, direction, beta, eps_list):
+    """(ad, fd, relerr) of the ball loss with sharpness beta at theta = (y0, v0) along direction."""
+    loss = functools.partial(ball_loss, beta=float(beta))
+    return _sweep(loss, ball_grad(jnp.asarray(theta), float(beta)), theta, direction, eps_list)
+
+
+def _ball_variant(**kw):
+    def fn(theta, direction, beta, eps_list):
+        loss = functools.partial(ball_loss, beta=float(beta))
+        return _sweep_variant(**kw)(loss, ball_grad(jnp.asarray(theta), float(beta)), theta, direction, eps_list)
+
+    return fn
+
+
+def _ball_tables(theta, direction, betas):
+    """Per beta: the full EPS_TABLE sweep by the reference and by the Python loop."""
+    out = []
+    for beta in np.asarray(betas, dtype=np.float64):
+        loss = functools.partial(ball_loss, beta=float(beta))
+        g = ball_grad(jnp.asarray(theta), float(beta))
+        out.append((_sweep(loss, g, theta, direction, EPS_TABLE)[2], _sweep_python(loss, g, theta, direction, EPS_TABLE)[2]))
+    return out
+
+
+def plateau_starts(theta, direction, betas):
+    """For each beta, the index in EPS_TABLE of the plateau's largest eps (tolerance TOL)."""
+    return np.array([_plateau_start(ref, TOL) for ref, _ in _ball_tables(theta, direction, betas)])
+
+
+def _starts_variant(pick):
+    def fn(theta, direction, betas):
+        return np.array([pick(ref) for ref, _ in _ball_tables(theta, direction, betas)])
+
+    return fn
+
+
+def _ball_points(seed, n):
+    rng = np.random.default_rng(seed)
+    lengths = np.random.default_rng(seed + 1).uniform(0.3, 3.0, size=n)  # not unit vectors: the sweep normalises
+    out = []
+    for length in lengths:
+        theta = np.array([rng.uniform(0.03, 0.08), rng.uniform(-1.4, -0.6)]).round(5)
+        angle = rng.uniform(0.2, 1.3)
+        out.append((theta, (length * np.array([np.cos(angle), -np.sin(angle)])).round(5)))
+    return out
+
+
+#: per hidden case: sharpness beta and the eps list; every graded eps is truncation-dominated
+#: (the relative error there is >= 1e-7 while rounding contributes <= 1e-11, asserted below)
+_BALL_SWEEPS = ((300.0, [0.1, 0.02, 0.005, 0.001, 0.0005]), (3000.0, [0.03, 0.01, 0.001, 0.0002, 3e-5]),
+                (10000.0, [0.01, 0.002, 5e-4, 1e-4, 2e-5, 5e-6]))
+
+
+def _ball_sweep_cases():
+    cases = []
+    for (theta, d), (beta, eps) in zip(_ball_points(408_201, 3), _BALL_SWEEPS):
+        case = {"theta": theta, "direction": d, "beta": beta, "eps_list": np.array(eps)}
+        ref = contact_sweep(**case)
+        loss = functools.partial(ball_loss, beta=beta)
+        alt = _sweep_python(loss, ball_grad(jnp.asarray(theta), beta), theta, d, eps)
+        assert np.min(ref[2]) >= 1e-7, np.min(ref[2])
+        assert np.max(np.abs(alt[1] - ref[1])) <= 1e-11 * np.max(np.abs(ref[1])), np.max(np.abs(alt[1] - ref[1]))
+        assert np.max(np.abs(alt[2] - ref[2])) <= 1e-6 * np.max(ref[2])
+        cases.append(case)
+    return cases
+
+
+def _starts_cases():
+    cases = []
+    for (theta, d), betas in zip(_ball_points(408_202, 2), ([100.0, 1000.0, 10000.0, 100000.0], [200.0, 2000.0, 20000.0])):
+        for ref, alt in _ball_tables(theta, d, betas):
+            _assert_robust_start((ref, alt), TOL)
+        cases.append({"theta": theta, "direction": d, "betas": np.array(betas)})
+    return cases
+
+
+register(
+    Check(
+        "s04_8_ex2", "contact_sweep", 3.0, _ball_sweep_cases, reference=contact_sweep,
+        # Same bands as s04_8_ex1: at the graded (truncation-dominated) eps a Python-loop sweep agrees with
+        # the reference to <= 1e-11 relative in fd and <= 1e-6 of the largest relerr (asserted in the cases).
+        outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
+                 Output("相对误差", "exact", rtol=1e-4)),
+        mistakes={
+            "forward_difference": _ball_variant(forward=True),
+            "s048_unnormalised": _ball_variant(normalise=False),
+            "s048_relerr_no_floor": _ball_variant(formula="no_floor"),
+            "s048_relerr_absolute": _ball_variant(formula="absolute"),
+            "s048_fd_not_halved": _ball_variant(halved=False),
+        },
+    ),
+    Check(
+        "s04_8_ex2", "plateau_starts", 2.0, _starts_cases, reference=plateau_starts,
+        # An integer per beta, graded exactly: the cases assert that the start is the same for the
+        # reference and a Python-loop sweep and for 0.8 tol ... 1.25 tol (the deciding entries are truncation errors).
+        outputs=(Output("各 β 下平台起点的下标"),),
+        mistakes={
+            "s048_start_is_best": _starts_variant(lambda r: int(np.argmin(r))),
+            "s048_start_is_stop": _starts_variant(lambda r: find_plateau(r, TOL)[1]),
+        },
+    ),
+)
+
+
+# --- s04_8_ex3: the training log ------------------------------------------------------------------
+
+LOG_H, LOG_N, LOG_Y0, LOG_TARGET = 0.01, 60, 0.4, 0.03
+_log_step = cl.soft_ball_step(LOG_H, law="softplus_penetration", with_record=True)
+_LOG_P = cl.SoftBallParams(contact=cl.ContactParams(stiffness=2000.0, damping=0.0, gap_beta=300.0))
+
+
+def log_loss(theta):
+    """theta = (v0, F): thrown from y0 = 0.4 m at v0, constant force F; (loss, (terms (2,), xs, records))."""
+    x0 = jnp.stack([jnp.asarray(LOG_Y0, theta.dtype), theta[0]])
+    xs, rec = cl.rollout_with_record(_log_step, x0, jnp.full((LOG_N, 1), theta[1]), _LOG_P)
+    task = 100.0 * (xs[-1, 0] - LOG_TARGET) ** 2
+    effort = 1e-2 * theta[1] ** 2
+    return task + effort, (jnp.stack([task, effort]), xs, rec)
+
+
+log_value_and_grad = jax.jit(jax.value_and_grad(log_loss, has_aux=True))
+
+#: field order of a log row
+LOG_FIELDS = ("loss", "task", "effort", "grad_norm", "contact_count", "max_penetration", "residual", "step_size")
+
+
+def _row(theta, lr, max_norm, variant=None):
+    """One log row (as a dict) at theta and the next theta; ``variant`` names a logging mistake."""
+    (loss, (terms, xs, rec)), g = log_value_and_grad(jnp.asarray(theta, dtype=jnp.float64))
+    gn = float(jnp.linalg.norm(g))
+    update = -lr * min(1.0, max_norm / gn) * np.asarray(g)
+    count = int(jnp.sum(rec.penetration > 0))
+    if variant == "s048_contacts_next_states":
+        count = int(jnp.sum(xs[1:, 0] < 0))
+    residual = float(jnp.mean(rec.residual)) if variant == "s048_residual_mean" else float(jnp.max(rec.residual))
+    step = {"s048_step_is_lr": lr, "s048_step_unclipped": lr * gn}.get(variant, float(np.linalg.norm(update)))
+    health = cl.health_record({"task": terms[0], "effort": terms[1]}, g, loss=loss, contact_count=count,
+                              max_penetration=jnp.max(rec.penetration), solver_residual=residual, step_size=step)
+    row = {"loss": float(health.loss), "task": float(terms[0]), "effort": float(terms[1]),
+           "grad_norm": min(gn, max_norm) if variant == "s048_grad_norm_clipped" else float(health.grad_norm),
+           "contact_count": int(health.contact_count), "max_penetration": float(health.max_penetration),
+           "residual": float(health.solver_residual), "step_size": float(health.step_size)}
+    return row, np.asarray(theta, dtype=np.float64) + update, np.asarray(rec.penetration), np.asarray(xs)
+
+
+def log_entry(theta, lr, max_norm):
+    """The log row (8 fields, LOG_FIELDS) at theta, before the clipped gradient step of size lr."""
+    row, _, _, _ = _row(theta, float(lr), float(max_norm))
+    return tuple(row[f] for f in LOG_FIELDS)
+
+
+def _train(theta0, lr, max_norm, n_iters, variant=None):
+    theta, rows, pens, states = np.asarray(theta0, dtype=np.float64), [], [], []
+    for _ in range(int(n_iters)):
+        row, theta_next, pen, xs = _row(theta, float(lr), float(max_norm), variant)
+        rows.append(row)
+        pens.append(pen)
+        states.append(xs)
+        theta = theta_next
+    if variant == "s048_log_after_update":  # every field but the gradient and the step from theta_{i+1}
+        after = [_row(r_theta, float(lr), float(max_norm))[0] for r_theta in _thetas(theta0, lr, max_norm, n_iters)[1:]]
+        rows = [{**a, "grad_norm": r["grad_norm"], "step_size": r["step_size"]} for r, a in zip(rows, after)]
+    return tuple(np.array([r[f] for r in rows]) for f in LOG_FIELDS), pens, states
+
+
+def _thetas(theta0, lr, max_norm, n_iters):
+    theta, out = np.asarray(theta0, dtype=np.float64), [np.asarray(theta0, dtype=np.float64)]
+    for _ in range(int(n_iters)):
+        theta = _row(theta, float(lr), float(max_norm))[1]
+        out.append(theta)
+    return out
+
+
+def train_with_log(theta0, lr, max_norm, n_iters):
+    """The stacked log (8 arrays of shape (n_iters,)) of n_iters clipped gradient steps from theta0."""
+    return _train(theta0, lr, max_norm, n_iters)[0]
+
+
+def _train_variant(variant):
+    def fn(theta0, lr, max_norm, n_iters):
+        return _train(theta0, lr, max_norm, n_iters, variant)[0]
+
+    return fn
+
+
+def _entry_variant(variant):
+    def fn(theta, lr, max_norm):
+        row = _row(theta, float(lr), float(max_norm), variant)[0]
+        return tuple(row[f] for f in LOG_FIELDS)
+
+    return fn
+
+
+def _assert_contacts_robust(pens, states):
+    """No state sits within 1e-7 m of the contact onset, so every contact count is the same on any machine."""
+    for xs in states:
+        assert np.min(np.abs(np.asarray(xs)[:, 0])) > 1e-7
+
+
+def _entry_cases():
+    cases = [{"theta": np.array(t), "lr": lr, "max_norm": c}
+             for t, lr, c in (((3.1, -0.2), 0.04, 15.0), ((2.29, -0.45), 0.03, 10.0), ((2.0, 0.1), 0.05, 1.0))]
+    for case in cases:
+        _, _, pen, xs = _row(case["theta"], case["lr"], case["max_norm"])
+        _assert_contacts_robust([pen], [xs])
+    return cases
+
+
+def _train_cases():
+    cases = [{"theta0": np.array(t), "lr": lr, "max_norm": c, "n_iters": n}
+             for t, lr, c, n in (((3.8, 0.0), 0.035, 20.0, 9), ((4.2, 0.1), 0.03, 25.0, 8), ((1.5, -0.3), 0.02, 5.0, 7))]
+    for case in cases:
+        _, pens, states = _train(**case)
+        _assert_contacts_robust(pens, states)
+    return cases
+
+
+_LOG_OUTPUTS = tuple(Output(label, "exact", rtol=_rtol) for label, _rtol in (
+    ("损失 loss", 1e-8), ("任务项 task", 1e-8), ("控制代价项 effort", 1e-8), ("裁剪前的梯度范数 grad_norm", 1e-8),
+    ("接触数 contact_count", None), ("最大穿透 max_penetration", 1e-8), ("接触残差 residual", 1e-8),
+    ("更新步长 step_size", 1e-8)))
+# Bands: the run is deterministic in float64. A Python-loop reimplementation (op-by-op rollout, numpy
+# clipping) reproduces every float field to <= 1e-12 relative over the graded iterations (measured); the
+# contact counts are integers and exact because no state comes within 1e-7 m of the ground (asserted).
+
+register(
+    Check("s04_8_ex3", "log_entry", 2.0, _entry_cases, reference=log_entry, outputs=_LOG_OUTPUTS,
+          mistakes={m: _entry_variant(m) for m in ("s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped",
+                                                    "s048_contacts_next_states", "s048_residual_mean")}),
+    Check("s04_8_ex3", "train_with_log", 3.0, _train_cases, reference=train_with_log, outputs=_LOG_OUTPUTS,
+          mistakes={m: _train_variant(m) for m in ("s048_log_after_update", "s048_grad_norm_clipped", "s048_step_is_lr",
+                                                    "s048_step_unclipped", "s048_contacts_next_states", "s048_residual_mean")}),
+)
+
+
+# --- plausible wrong submissions ----------------------------------------------------------------
+
+_EX1_PLATEAU_OK = '''def find_plateau(relerr, tol):
+    ok = np.asarray(relerr) <= tol
+    best, i = (-1, -1), 0
+    while i < len(ok):
+        if ok[i]:
+            j = i
+            while j + 1 < len(ok) and ok[j + 1]:
+                j += 1
+            if best[0] < 0 or j - i > best[1] - best[0]:
+                best = (i, j)
+            i = j + 1
+        else:
+            i += 1
+    return best
+'''
+
+_EX2_STARTS = '''def plateau_starts(theta, direction, betas):
+    starts = []
+    for beta in betas:
+        _, _, rel = contact_sweep(theta, direction, float(beta), EPS_TABLE)
+        starts.append({pick})
+    return np.array(starts)
+'''
+
+_EX3_ENTRY_OK = '''def log_entry(theta, lr, max_norm):
+    (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta, dtype=jnp.float64))
+    g_norm = float(jnp.linalg.norm(g))
+    update = -lr * min(1.0, max_norm / g_norm) * np.asarray(g)
+    return LogRow(float(L), float(terms[0]), float(terms[1]), g_norm, int(jnp.sum(rec.penetration > 0)),
+                  float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update)))
+'''
+
+WRONG_ANSWERS = {
+    "s04_8_ex1": [
+        WrongAnswer(  # a forward difference instead of the central one
+            cells={
+                "sweep_answer": '''def directional_sweep(U, direction, eps_list):
+    U = jnp.asarray(U)
+    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
+    ad = float(jnp.vdot(grad_loss(U), v))
+    L0 = float(loss(U))
+    fd = np.array([(float(loss(U + e * v)) - L0) / e for e in eps_list])
+    relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
+    return ad, fd, relerr
+''',
+                "plateau_answer": _EX1_PLATEAU_OK,
+            },
+            feedback_contains="中心差分",
+        ),
+        WrongAnswer(  # the direction used as given; the plateau's stop index one too far (slice-style)
+            cells={
+                "sweep_answer": '''def directional_sweep(U, direction, eps_list):
+    U, v = jnp.asarray(U), jnp.asarray(direction)
+    ad = float(jnp.vdot(grad_loss(U), v))
+    fd = np.array([(float(loss(U + e * v)) - float(loss(U - e * v))) / (2 * e) for e in eps_list])
+    relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
+    return ad, fd, relerr
+''',
+                "plateau_answer": '''def find_plateau(relerr, tol):
+    ok = list(np.asarray(relerr) <= tol)
+    best = (-1, -1)
+    i = 0
+    while i < len(ok):
+        if ok[i]:
+            j = i
+            while j < len(ok) and ok[j]:
+                j += 1
+            if best[0] < 0 or j - i > best[1] - best[0]:
+                best = (i, j)          # j is one past the run
+            i = j
+        else:
+            i += 1
+    return best
+''',
+            },
+            feedback_contains="单位向量",
+        ),
+    ],
+    "s04_8_ex2": [
+        WrongAnswer(  # the absolute error instead of the chapter's relative error; the best eps instead of the plateau
+            cells={
+                "contact_sweep_answer": '''def contact_sweep(theta, direction, beta, eps_list):
+    theta = jnp.asarray(theta)
+    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
+    ad = float(jnp.vdot(grad_loss(theta, beta), v))
+    fd = np.array([(float(loss(theta + e * v, beta)) - float(loss(theta - e * v, beta))) / (2 * e) for e in eps_list])
+    return ad, fd, np.abs(ad - fd)
+''',
+                "plateau_starts_answer": _EX2_STARTS.format(pick="int(np.argmin(rel))"),
+            },
+            feedback_contains="绝对误差",
+        ),
+        WrongAnswer(  # the plateau's smallest eps reported instead of its largest
+            cells={
+                "contact_sweep_answer": '''def contact_sweep(theta, direction, beta, eps_list):
+    theta = jnp.asarray(theta)
+    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
+    ad = float(jnp.vdot(grad_loss(theta, beta), v))
+    fd = np.array([(float(loss(theta + e * v, beta)) - float(loss(theta - e * v, beta))) / (2 * e) for e in eps_list])
+    return ad, fd, np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
+''',
+                "plateau_starts_answer": '''def plateau_starts(theta, direction, betas):
+    out = []
+    for beta in betas:
+        _, _, rel = contact_sweep(theta, direction, float(beta), EPS_TABLE)
+        ok = list(np.asarray(rel) <= TOL) + [False]
+        best, start = (-1, -1), None
+        for i, flag in enumerate(ok):
+            if flag and start is None:
+                start = i
+            elif not flag and start is not None:
+                if best[0] < 0 or i - 1 - start > best[1] - best[0]:
+                    best = (start, i - 1)
+                start = None
+        out.append(best[1])    # the end of the plateau
+    return np.array(out)
+''',
+            },
+            feedback_contains="平台的起点",
+        ),
+    ],
+    "s04_8_ex3": [
+        WrongAnswer(  # the loss, contacts and residual logged after the update, the gradient before it
+            cells={
+                "log_entry_answer": _EX3_ENTRY_OK,
+                "train_answer": '''def train_with_log(theta0, lr, max_norm, n_iters):
+    theta = np.asarray(theta0, dtype=np.float64)
+    rows = []
+    for _ in range(n_iters):
+        (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta))
+        g_norm = float(jnp.linalg.norm(g))
+        update = -lr * min(1.0, max_norm / g_norm) * np.asarray(g)
+        theta = theta + update
+        (L, (terms, xs, rec)), _ = value_and_grad(jnp.asarray(theta))   # log where we arrived
+        rows.append(LogRow(float(L), float(terms[0]), float(terms[1]), g_norm, int(jnp.sum(rec.penetration > 0)),
+                           float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update))))
+    return LogRow(*(np.array(c) for c in zip(*rows)))
+''',
+            },
+            feedback_contains="同一行的所有字段必须来自同一个",
+        ),
+        WrongAnswer(  # the gradient norm logged after clipping
+            cells={
+                "log_entry_answer": '''def log_entry(theta, lr, max_norm):
+    (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta, dtype=jnp.float64))
+    g = g * min(1.0, max_norm / float(jnp.linalg.norm(g)))      # clip first
+    update = -lr * np.asarray(g)
+    return LogRow(float(L), float(terms[0]), float(terms[1]), float(jnp.linalg.norm(g)), int(jnp.sum(rec.penetration > 0)),
+                  float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update)))
+''',
+                "train_answer": '''def train_with_log(theta0, lr, max_norm, n_iters):
+    theta, rows = np.asarray(theta0, dtype=np.float64), []
+    for _ in range(n_iters):
+        row = log_entry(theta, lr, max_norm)
+        (_, _), g = value_and_grad(jnp.asarray(theta))
+        theta = theta - lr * min(1.0, max_norm / float(jnp.linalg.norm(g))) * np.asarray(g)
+        rows.append(row)
+    return LogRow(*(np.array(c) for c in zip(*rows)))
+''',
+            },
+            feedback_contains="裁剪之前",
+        ),
+    ],
+}

@@ -1,0 +1,1 @@
+"""What runs before any student byte: the grading kernel's launcher, its Landlock rules and its limits."""

@@ -1,0 +1,1 @@
+"""What the sandboxed grading kernel imports: the result recorder and the hidden inputs (``inputs/``)."""

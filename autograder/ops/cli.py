@@ -1,0 +1,165 @@
+"""Instructor commands: ``python -m autograder <command>`` (run from the repository root).
+
+Each command wraps the real nbgrader commands on the course folder ``assignments/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+
+from autograder.authoring import regenerate as data, sources
+from autograder.ops.classrun import grade_class, summary_lines
+from autograder.ops.nbgrader_run import nbgrader
+from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
+from autograder.authoring.registry import all_checks
+from autograder.authoring.release_scan import scan_release
+from autograder.ops.selftest import run_section, scratch_course
+
+COURSE = sources.COURSE_DIR
+
+
+def _sections(args) -> list[str]:
+    chosen = args.sections or list(SECTIONS)
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+    return chosen
+
+
+def cmd_build(args):
+    for path in sources.build_all(COURSE, _sections(args)):
+        print(f"built {path.relative_to(COURSE.parent)}")
+
+
+def cmd_regenerate(args):
+    sections = _sections(args)
+    exercises = sorted({c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)})
+    for path in (data.regenerate(exercises) if exercises else []):  # a written-only section has no data
+        print(f"wrote {path.relative_to(COURSE.parent)}")
+    cmd_build(args)
+
+
+def cmd_release(args):
+    cmd_build(args)
+    failed = False
+    for section in _sections(args):
+        nbgrader(["generate_assignment", section, "--force"], COURSE)
+        problems = scan_release(COURSE / "release" / section, COURSE / "source" / section, data.DATA_DIR)
+        for problem in problems:
+            print(f"LEAK {section}: {problem}", file=sys.stderr)
+        failed |= bool(problems)
+        print(f"released {section} -> {(COURSE / 'release' / section).relative_to(COURSE.parent)}")
+    if failed:
+        raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
+
+
+def cmd_autograde(args):
+    results = grade_class(COURSE, _sections(args), workers=args.workers, students=args.student, force=args.force)
+    if not results:
+        print("nothing to grade: assignments/submitted/<student>/<section>/ is empty")
+        return
+    for line in summary_lines(COURSE, results):
+        print(line)
+
+
+def cmd_feedback(args):
+    for section in _sections(args):
+        nbgrader(["generate_feedback", section, "--force"], COURSE)
+        print(f"feedback for {section} -> assignments/feedback/")
+
+
+def cmd_export(args):
+    nbgrader(["export", "--to", str(Path(args.to).resolve())], COURSE)
+    print(f"grades -> {args.to}")
+
+
+def cmd_collect(args):
+    from autograder.ops.collect import collect, report_lines
+
+    section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    for line in report_lines(collect(COURSE, section, Path(args.zip) if args.zip else None, force=args.force)):
+        print(line)
+
+
+def cmd_report(args):
+    from autograder.ops.reports import make_reports
+
+    written, problems = make_reports(COURSE, _sections(args), Path(args.out))
+    if len(written) == 1:
+        print("成绩库中还没有这些作业的学生成绩：先收集、评分（make grade）")
+    for path in written:
+        print(f"wrote {path}")
+    for problem in problems:
+        print(f"反馈问题 {problem}", file=sys.stderr)
+    print(f"反馈检查：{'发现 %d 个问题（见上）' % len(problems) if problems else '没有发现问题'}")
+    if problems:
+        raise SystemExit(1)
+
+
+def cmd_selftest(args):
+    bad = False
+    with tempfile.TemporaryDirectory() as tmp:
+        for section in _sections(args):
+            course = scratch_course(Path(tmp) / section, COURSE)
+            report = run_section(section, course)
+            for student, notebooks in sorted(report.scores.items()):
+                for nb, v in sorted(notebooks.items()):
+                    score, total = v["auto"]
+                    print(f"{section:8s} {nb:14s} {student:28s} {score:5.1f}/{total:.1f}")
+            for nb, v in report.scores["reference"].items():
+                bad |= v["auto"][0] != v["auto"][1]
+            for nb, v in report.scores["blank"].items():
+                bad |= v["auto"][0] != 0
+            for nb in report.scores["reference"]:
+                for k, wrong in enumerate(WRONG_ANSWERS.get(nb, [])):
+                    text = "\n".join(report.feedback[f"wrong-{nb}-{k}"][nb].values())
+                    bad |= wrong.feedback_contains not in text
+            problems = scan_release(course / "release" / section, course / "source" / section, data.DATA_DIR)
+            bad |= bool(problems)
+            for p in problems:
+                print(f"LEAK {section}: {p}")
+    if bad:
+        raise SystemExit("self-test failed: see the table above")
+    print("self-test passed")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn, help_ in [
+        ("build", cmd_build, "turn source .md files into the .ipynb files nbgrader reads"),
+        ("regenerate", cmd_regenerate, "recompute reference data from the reference solutions, then build"),
+        ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
+        ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
+        ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
+        ("export", cmd_export, "export all grades to a CSV file"),
+        ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
+        ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
+        ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
+    ]:
+        p = sub.add_parser(name, help=help_)
+        p.set_defaults(fn=fn)
+        if name == "export":
+            p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
+        elif name == "collect":
+            p.add_argument("section", help="the assignment (section) the download belongs to")
+            p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")
+            p.add_argument("--force", action="store_true", help="replace submissions already in submitted/")
+        else:
+            p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
+        if name == "autograde":
+            p.add_argument("--student", action="append", help="only this student (repeatable)")
+            p.add_argument("--force", action="store_true", help="regrade submissions already graded")
+            p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
+        if name == "report":
+            p.add_argument("--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)")
+    args = parser.parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

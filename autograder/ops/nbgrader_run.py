@@ -1,0 +1,58 @@
+"""Running the real nbgrader commands on a course directory and reading its gradebook."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.confine.limits import grading_env
+
+
+def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` in ``course_dir``; raise with nbgrader's log if it fails.
+
+    The interpreter's ``bin/`` goes first on PATH because nbgrader calls ``alembic`` by name;
+    kernels started by nbgrader run under :func:`autograder.confine.limits.grading_env`.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, **grading_env(course_dir), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run(
+        [os.path.join(bin_dir, "nbgrader"), *args], cwd=course_dir, env=env,
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def gradebook_url(course_dir: Path) -> str:
+    """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
+    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``."""
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    course = Path(course_dir).resolve()
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    except ConfigFileNotFound:
+        config = {}
+    url = config["CourseDirectory"].get("db_url") if "CourseDirectory" in config else None
+    return url or f"sqlite:///{course / 'gradebook.db'}"
+
+
+def gradebook_scores(course_dir: Path, assignment: str) -> dict:
+    """``{student: {notebook: {"auto": (score, max), "manual_max": max}}}`` from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    out: dict = {}
+    with Gradebook(gradebook_url(course_dir)) as gb:
+        for sub in gb.assignment_submissions(assignment):
+            for nb in sub.notebooks:
+                auto = [g for g in nb.grades if g.cell.cell_type == "code"]
+                manual = [g for g in nb.grades if g.cell.cell_type == "markdown"]
+                out.setdefault(sub.student.id, {})[nb.name] = {
+                    "auto": (sum(g.score for g in auto), sum(g.max_score for g in auto)),
+                    "manual_max": sum(g.max_score for g in manual),
+                }
+    return out

@@ -1,0 +1,92 @@
+"""Grade pseudo-students through the real nbgrader pipeline: the contract every exercise meets.
+
+For each section (nbgrader assignment) this builds the sources, generates the
+student release, submits three kinds of pseudo-student — ``reference`` (the
+instructor's solutions pasted into the release), ``blank`` (the release untouched)
+and one per known wrong answer — autogrades the whole section in ONE nbgrader run,
+and reads scores from the gradebook and feedback from the autograded notebooks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
+from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.authoring.sources import build_all
+
+
+@dataclass
+class SectionReport:
+    section: str
+    scores: dict  # student -> notebook -> {"auto": (score, max), ...}
+    feedback: dict = field(default_factory=dict)  # student -> notebook -> printed text of graded cells
+
+
+def _solution_sources(source_nb) -> dict:
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source_nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def make_submission(release_nb, replacements: dict):
+    """Copy of a release notebook whose solution cells (by grade_id) hold the given sources."""
+    nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in replacements:
+            cell.source = replacements[gid]
+    return nb
+
+
+def graded_cell_text(nb) -> dict:
+    """``{grade_id: text output}`` of the graded code cells of an autograded notebook."""
+    out = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and cell.cell_type == "code":
+            texts = []
+            for o in cell.get("outputs", []):
+                if o.output_type == "stream":
+                    texts.append(o.text)
+                elif o.output_type == "error":
+                    texts.append(f"{o.ename}: {o.evalue}")
+            out[meta["grade_id"]] = "".join(texts)
+    return out
+
+
+def run_section(section: str, course_dir: Path) -> SectionReport:
+    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/)."""
+    build_all(course_dir, sections=[section])
+    nbgrader(["generate_assignment", section, "--force"], course_dir)
+    release = course_dir / "release" / section
+    sources = {p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))}
+    students = {"reference": {}, "blank": {}}
+    for exercise, source_nb in sources.items():
+        students["reference"][exercise] = _solution_sources(source_nb)
+        for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, [])):
+            students.setdefault(f"wrong-{exercise}-{k}", {})[exercise] = wrong.cells
+    for student, replacements_by_nb in students.items():
+        folder = course_dir / "submitted" / student / section
+        folder.mkdir(parents=True, exist_ok=True)
+        # A wrong-answer student hands in only the notebook its answer belongs to.
+        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
+            release_nb = nbformat.read(release / f"{exercise}.ipynb", as_version=4)
+            nbformat.write(make_submission(release_nb, replacements_by_nb.get(exercise, {})), folder / f"{exercise}.ipynb")
+    nbgrader(["autograde", section, "--force"], course_dir)
+    report = SectionReport(section, gradebook_scores(course_dir, section))
+    for student, replacements_by_nb in students.items():
+        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
+            path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
+            report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
+    return report
+
+
+def scratch_course(dst: Path, src: Path) -> Path:
+    """Copy the course folder (sources and config only) to ``dst``."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "downloaded", "reports", "gradebook.db", ".grading", "*.ipynb"))
+    return dst

@@ -1,0 +1,27 @@
+"""The preprocessor lists of the course's nbgrader commands, in the order they must run.
+
+``assignments/nbgrader_config.py`` installs them; the order is the design:
+
+* autograde: execute in the confined kernel (:class:`~autograder.confine.execute.SafeExecute`), then
+  replace every graded cell's outputs with the verdict computed here (:class:`ExternalVerdict`),
+  then nbgrader's own steps (cut long output, save the grades, late penalties, metadata check).
+  The verdict must come right after execution, before anything reads a score;
+* feedback: nbgrader's grades and styling, then strip the hidden tests again (nbgrader puts them
+  back into the autograded notebook by design, nbgrader issue #917).
+"""
+
+from __future__ import annotations
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput, SaveAutoGrades,
+)
+
+from autograder.confine.execute import SafeExecute
+from autograder.verdict.preprocessors import ExternalVerdict
+
+AUTOGRADE_PREPROCESSORS = [
+    SafeExecute, ExternalVerdict, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata,
+]
+FEEDBACK_PREPROCESSORS = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]
