@@ -6,7 +6,7 @@ three times, each in a fresh scratch course:
 
 * ``plain``: ONE ``nbgrader autograde <section>`` for the whole class (nbgrader's own loop) with
   the ordinary ``python3`` kernel: no resource limits, no Landlock sandbox;
-* ``class x1``: ``autograder.classrun.grade_class`` with 1 worker (one nbgrader process per
+* ``class x1``: ``autograder.ops.classrun.grade_class`` with 1 worker (one nbgrader process per
   student, ledger, limits, sandboxed kernels);
 * ``class x2``: the same with 2 workers.
 
@@ -33,11 +33,11 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.classrun import grade_class  # noqa: E402
-from autograder.nbgrader_run import nbgrader  # noqa: E402
-from autograder.reference import WRONG_ANSWERS  # noqa: E402
-from autograder.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
-from autograder.sources import build_all  # noqa: E402
+from autograder.ops.classrun import grade_class  # noqa: E402
+from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
+from autograder.authoring.reference import WRONG_ANSWERS  # noqa: E402
+from autograder.ops.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
+from autograder.authoring.sources import build_all  # noqa: E402
 
 TARGET_MIN_PER_100 = 15.0
 

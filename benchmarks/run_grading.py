@@ -10,7 +10,7 @@ who answers everything, so every graded check runs to the end) and measures:
    uses) with JAX's monitoring hooks installed in the kernel: kernel start-up, importing JAX,
    JAX tracing + lowering, XLA backend compilation, and the rest (running the code, recording
    results), once in an ordinary kernel and once in the grading kernel (resource limits and
-   Landlock sandbox: ``autograder.limits.grading_env``), so the isolation's cost shows side by side.
+   Landlock sandbox: ``autograder.confine.limits.grading_env``), so the isolation's cost shows side by side.
 
 Grading kernels do not share an XLA compilation cache (a shared cache would let one student's
 kernel change what another's loads), so every notebook compiles its programs afresh.
@@ -37,11 +37,11 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.limits import grading_env
-from autograder.nbgrader_run import nbgrader  # noqa: E402
-from autograder.reference import SECTIONS  # noqa: E402
-from autograder.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
-from autograder.sources import build_all  # noqa: E402
+from autograder.confine.limits import grading_env
+from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
+from autograder.authoring.reference import SECTIONS  # noqa: E402
+from autograder.ops.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
+from autograder.authoring.sources import build_all  # noqa: E402
 
 TARGET_S = 10.0
 
