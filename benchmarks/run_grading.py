@@ -9,8 +9,9 @@ who answers everything, so every graded check runs to the end) and measures:
 2. per notebook, the same submitted notebook executed by nbclient (the executor nbgrader
    uses) with JAX's monitoring hooks installed in the kernel: kernel start-up, importing JAX,
    JAX tracing + lowering, XLA backend compilation, and the rest (running the code, recording
-   results), once in an ordinary kernel and once in the grading kernel (resource limits and
-   Landlock sandbox: ``autograder.confine.limits.grading_env``), so the isolation's cost shows side by side.
+   results), once in an ordinary kernel and once in the grading kernel (resource limits, as root its
+   own user and no network, Landlock: ``autograder.confine.kernel.confined_kernel``), so the
+   isolation's cost shows side by side.
 
 Grading kernels do not share an XLA compilation cache (a shared cache would let one student's
 kernel change what another's loads), so every notebook compiles its programs afresh.
@@ -29,6 +30,7 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import nbformat
@@ -37,7 +39,8 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.confine.limits import grading_env
+from autograder.confine.kernel import confined_kernel  # noqa: E402
+from autograder.confine.limits import DEFAULT_LIMITS  # noqa: E402
 from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
 from autograder.authoring.reference import SECTIONS  # noqa: E402
 from autograder.ops.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
@@ -80,20 +83,26 @@ def prepare(section: str, course: Path) -> dict:
     return submitted
 
 
-def profile_notebook(path: Path, env: dict | None = None) -> dict:
-    """Execute one submitted notebook with the JAX compile probe; returns times in seconds."""
+def profile_notebook(path: Path, confined: bool = False) -> dict:
+    """Execute one submitted notebook with the JAX compile probe; returns times in seconds.
+
+    ``confined``: in the grading kernel (:func:`autograder.confine.kernel.confined_kernel`: limits, its own
+    user and network namespace as root, Landlock), else in an ordinary ``python3`` kernel.
+    """
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(PROBE))
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                            allow_errors=True)
-    start = time.perf_counter()
     # nbgrader sets NBGRADER_EXECUTION while autograding; notebooks skip student-only experiments on it
-    with client.setup_kernel(env={**os.environ, "NBGRADER_EXECUTION": "autograde", **(env or {})}):
-        started = time.perf_counter()
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-    wall = time.perf_counter() - start
+    env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
+    with (confined_kernel(path.stem, DEFAULT_LIMITS) if confined else nullcontext(None)) as km:
+        client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(path.parent)}})
+        start = time.perf_counter()
+        with client.setup_kernel(env=env):
+            started = time.perf_counter()
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+        wall = time.perf_counter() - start
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
     durations = json.loads(text.split("BENCH", 1)[1])
     trace = sum(durations.get(e, 0.0) for e in TRACE_EVENTS)
@@ -118,7 +127,7 @@ def run(sections) -> dict:
             nbgrader(["autograde", section, "--student", "student", "--force"], course)
             autograde_s = time.perf_counter() - start
             notebooks = {
-                exercise: {"plain": profile_notebook(path), "grading": profile_notebook(path, grading_env(course))}
+                exercise: {"plain": profile_notebook(path), "grading": profile_notebook(path, confined=True)}
                 for exercise, path in submitted.items()
             }
         results[section] = {"nbgrader_autograde_s": autograde_s, "notebooks": notebooks}

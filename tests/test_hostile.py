@@ -12,12 +12,19 @@ The run must finish, every such student must score no more than an honest blank 
 autograded cells, and the autograded notebook must say what happened.
 """
 
+import os
+import re
+import socket
+import sqlite3
+import threading
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.confine import landlock as sandbox
+from autograder.confine.limits import DEFAULT_LIMITS
+from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.selftest import make_submission, scratch_course
 from autograder.authoring.sources import build_all
@@ -77,6 +84,53 @@ def fd_grad(u, dt, eps=1e-6):
 """
 
 
+FLOAT16_ZEROS = """\
+import numpy as np
+def fd_grad(u, dt, eps=1e-6):
+    return np.zeros(np.shape(u), dtype=np.float16), np.float16(0)  # low precision must not loosen a tolerance
+"""
+FLOAT16_ZEROS_2 = """\
+import numpy as np
+def analytic_grad(u, dt):
+    return np.zeros(np.shape(u), dtype=np.float16)
+"""
+MARKER = "s04-hostile-leftover"  # in the command line of every process the hostile code starts
+LEAVE_PROCESSES_AND_CONNECT = f"""\
+import os, socket, subprocess, sys, time
+# a daemon that leaves the kernel's session, twice forked, and a plain child
+subprocess.Popen([sys.executable, "-c", "import os, time\\nif os.fork() == 0:\\n    os.setsid(); time.sleep(900)", "{MARKER}"])
+subprocess.Popen(["sleep", "900", "{MARKER}"], start_new_session=True)
+attempts = {{
+    "tcp-connect": lambda: socket.create_connection(("127.0.0.1", {{PORT}}), timeout=3),
+    "udp-send": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"{MARKER}", ("127.0.0.1", {{PORT}})),
+    "tcp-bind": lambda: socket.create_server(("127.0.0.1", 0)),
+}}
+for label, attempt in attempts.items():
+    try:
+        attempt()
+        print("ESCAPED", label)
+    except OSError as exc:
+        print("BLOCKED", label, type(exc).__name__)
+time.sleep(1)  # the daemons are started
+def fd_grad(u, dt, eps=1e-6):
+    return u, 0
+"""
+FORK_BOMB = f"""\
+import os, sys, time
+count = 0
+try:
+    for _ in range(5000):
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "900", "{MARKER}"])
+        count += 1
+except OSError as exc:
+    print("FORKS STOPPED", count, type(exc).__name__)
+else:
+    print("FORKS NOT STOPPED", count)
+"""
+LOOP_FOREVER = "while True:\n    pass\n"
+
+
 def escape_attempts(course: Path) -> str:
     """Code that tries every way out of the sandbox and prints one line per attempt."""
     targets = {
@@ -102,6 +156,12 @@ def _edit_graded(nb):
     return nb
 
 
+def _foreign_kernelspec(nb):
+    # the notebook asks for another kernel (one that would run unconfined): grading must ignore it
+    nb.metadata["kernelspec"] = {"name": "python3-unconfined", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
 def _delete_graded(nb):
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != GRADED]
     return nb
@@ -122,7 +182,16 @@ HOSTILE = {
     "escape-sandbox": ("ESCAPE", None, "BLOCKED read-data PermissionError"),
     "edit-graded-cell": ({}, _edit_graded, "NotImplementedError"),
     "delete-graded-cell": ({}, _delete_graded, "NotImplementedError"),
+    # round two: tolerances, every entry point confined, containment (tests/test_untrusted_*.py: files, outputs)
+    "float16-zeros": ({CELL: FLOAT16_ZEROS, CELL2: FLOAT16_ZEROS_2}, None, "通过 0/"),
+    "foreign-kernelspec": ("ESCAPE", _foreign_kernelspec, "BLOCKED read-data PermissionError"),
+    "leftovers-and-network": ({CELL: LEAVE_PROCESSES_AND_CONNECT}, None, "BLOCKED tcp-connect"),
+    "fork-bomb": ({CELL: FORK_BOMB}, None, "FORKS STOPPED"),
+    "every-cell-loops": ({CELL: LOOP_FOREVER, CELL2: LOOP_FOREVER}, None, "评分时间上限"),
 }
+#: the cases graded a second time through the class run (python -m autograder autograde)
+CLASS_RUN_CASES = ("float16-zeros", "foreign-kernelspec", "leftovers-and-network", "every-cell-loops", "escape-sandbox")
+NOTEBOOK_BUDGET_S = 45  # per-notebook budget for this test (the course default is longer)
 
 
 def _outputs_text(nb) -> str:
@@ -137,25 +206,84 @@ def _outputs_text(nb) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    course = scratch_course(tmp_path_factory.mktemp("hostile") / "course", ROOT / "assignments")
+def listener():
+    """A TCP and a UDP socket on localhost that count what reaches them (nothing may, from a kernel)."""
+    tcp = socket.create_server(("127.0.0.1", 0))
+    port = tcp.getsockname()[1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", port))
+    reached: list[str] = []
+    stop = threading.Event()
+
+    def serve():
+        for sock in (tcp, udp):
+            sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = tcp.accept()
+                reached.append("tcp")
+                conn.close()
+            except OSError:
+                pass
+            try:
+                udp.recvfrom(64)
+                reached.append("udp")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield port, reached
+    stop.set()
+    thread.join()
+    tcp.close()
+    udp.close()
+
+
+def _submit(course: Path, release_nb, students, port: int) -> None:
+    for student in students:
+        cells, transform, _ = {**HOSTILE, "blank": ({}, None, "")}[student]
+        folder = course / "submitted" / student / SECTION
+        folder.mkdir(parents=True)
+        if cells == "ESCAPE":
+            cells = {CELL: escape_attempts(course)}
+        nb = make_submission(release_nb, {k: v.replace("{PORT}", str(port)) for k, v in cells.items()})
+        nbformat.write(transform(nb) if transform else nb, folder / f"{EXERCISE}.ipynb")
+
+
+LIMITS = [f"--Execute.timeout={CELL_TIMEOUT_S}", f"--SafeExecute.notebook_budget_s={NOTEBOOK_BUDGET_S}"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, listener):
+    """The catalogue graded twice: by one plain ``nbgrader autograde`` run (what formgrader's button runs)
+    and, for :data:`CLASS_RUN_CASES`, by the class run; ``{entry: (course, scores)}``."""
+    port, _ = listener
+    root = tmp_path_factory.mktemp("hostile")
+    course = scratch_course(root / "course", ROOT / "assignments")
     build_all(course, sections=[SECTION])
     nbgrader(["generate_assignment", SECTION, "--force"], course)
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
-    for student, (cells, transform, _) in {**HOSTILE, "blank": ({}, None, "")}.items():
-        folder = course / "submitted" / student / SECTION
-        folder.mkdir(parents=True)
-        nb = make_submission(release_nb, {CELL: escape_attempts(course)} if cells == "ESCAPE" else cells)
-        nbformat.write(transform(nb) if transform else nb, folder / f"{EXERCISE}.ipynb")
-    gradebook_before = (course / "gradebook.db").stat().st_size if (course / "gradebook.db").exists() else None
+    _submit(course, release_nb, [*HOSTILE, "blank"], port)
     # one nbgrader run for the whole catalogue: it must complete (nbgrader exits non-zero otherwise)
-    nbgrader(["autograde", SECTION, "--force", f"--Execute.timeout={CELL_TIMEOUT_S}"], course, timeout=1800)
-    return course, gradebook_scores(course, SECTION), gradebook_before
+    nbgrader(["autograde", SECTION, "--force", *LIMITS], course, timeout=1800)
+
+    classrun = scratch_course(root / "classrun", ROOT / "assignments")
+    build_all(classrun, sections=[SECTION])
+    nbgrader(["generate_assignment", SECTION, "--force"], classrun)
+    _submit(classrun, release_nb, [*CLASS_RUN_CASES, "blank"], port)
+    results = grade_class(classrun, [SECTION], workers=2, extra_args=LIMITS, progress=False)
+    assert [r.student for r in results if r.status != "graded"] == []
+    return {"nbgrader": (course, gradebook_scores(course, SECTION)),
+            "classrun": (classrun, gradebook_scores(classrun, SECTION))}
 
 
-@pytest.mark.parametrize("student", sorted(HOSTILE))
-def test_hostile_submission_is_stopped_scored_and_explained(graded, student):
-    course, scores, _ = graded
+CASES = [("nbgrader", s) for s in sorted(HOSTILE)] + [("classrun", s) for s in CLASS_RUN_CASES]
+
+
+@pytest.mark.parametrize("entry,student", CASES)
+def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, student):
+    course, scores = graded[entry]
     blank_score = scores["blank"][EXERCISE]["auto"][0]
     score, total = scores[student][EXERCISE]["auto"]
     assert total > 0
@@ -169,19 +297,67 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, student):
         assert "[s04_1_ex1] fd_grad: 通过 0/3" in text, text[-2000:]
     if student in ("rebind-grade", "edit-graded-cell"):
         assert "得分 3/3" not in text.replace("得分 0/3", "")  # the imitated pass is gone from the graded cell
+    if student == "leftovers-and-network":
+        assert "ESCAPED" not in text, text[-2000:]
+        for label in ("tcp-connect", "udp-send", "tcp-bind"):
+            assert f"BLOCKED {label}" in text, text[-2000:]
+    if student == "fork-bomb":
+        forks = int(re.search(r"FORKS STOPPED (\d+)", text).group(1))
+        assert forks <= DEFAULT_LIMITS.max_processes, forks
+    if student == "every-cell-loops":
+        # the budget stopped it: the first looping cell is named, later cells were not run, the blank's points stay
+        assert "超时的单元：“fd_grad_answer”" in text, text[-2000:]
+        assert "GradingTimeBudget" in text, text[-2000:]
 
 
 def test_no_attempt_escapes_the_sandbox(graded):
-    course, _, _ = graded
-    nb = nbformat.read(course / "autograded" / "escape-sandbox" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
-    text = _outputs_text(nb)
-    assert "ESCAPED" not in text, text[-3000:]
-    expected = ["read-data", "import-reference", "read-solution", "write-gradebook", "write-other-student"]
-    if sandbox.abi_version() >= 6:
-        expected.append("signal-grader")
-    for label in expected:
-        assert f"BLOCKED {label} PermissionError" in text, text[-3000:]
-    assert not (course / "submitted" / "blank" / SECTION / "x.ipynb").exists()
+    for entry in graded:
+        course, _ = graded[entry]
+        for student in ("escape-sandbox", "foreign-kernelspec"):
+            nb = nbformat.read(course / "autograded" / student / SECTION / f"{EXERCISE}.ipynb", as_version=4)
+            text = _outputs_text(nb)
+            assert "ESCAPED" not in text, text[-3000:]
+            expected = ["read-data", "import-reference", "read-solution", "write-gradebook", "write-other-student"]
+            if sandbox.abi_version() >= 6:
+                expected.append("signal-grader")
+            for label in expected:
+                assert f"BLOCKED {label} PermissionError" in text, (entry, student, text[-3000:])
+        assert not (course / "submitted" / "blank" / SECTION / "x.ipynb").exists()
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in text and "pytest" not in text:
+            found.append(f"{cmdline.parent.name}: {text}")
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="without root a process that calls setsid can outlive grading (instructors page)")
+def test_nothing_a_student_started_is_left_running(graded):
+    assert _processes_with(MARKER) == []
+
+
+def test_no_connection_left_a_kernel(graded, listener):
+    _, reached = listener
+    assert reached == []
+
+
+def test_gradebook_holds_only_what_nbgrader_wrote(graded):
+    # the property gradebook_before was meant for: students cannot write the gradebook, so it holds exactly
+    # the submitted students, each with scores between 0 and the maximum, and it is a sound SQLite file
+    for entry, (course, scores) in graded.items():
+        with sqlite3.connect(course / "gradebook.db") as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        submitted = {p.name for p in (course / "submitted").iterdir()}
+        assert set(scores) == submitted, entry
+        for student, notebooks in scores.items():
+            score, total = notebooks[EXERCISE]["auto"]
+            assert 0 <= score <= total, (entry, student, score, total)
 
 
 def test_course_config_loads_with_the_limits():
@@ -193,6 +369,6 @@ def test_course_config_loads_with_the_limits():
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.Autograde.autograde_preprocessors[:2] == [SafeExecute, ExternalVerdict]
-    assert config.Execute.timeout >= 60 and config.Execute.interrupt_on_timeout
+    assert config.Execute.timeout >= 30 and config.Execute.interrupt_on_timeout
     assert config.Execute.raise_on_iopub_timeout is False  # slow output must not fail a submission
     assert config.LimitOutput.max_lines <= 1000

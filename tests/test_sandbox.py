@@ -6,9 +6,11 @@ it must not read the reference data or solutions, not write anywhere but its scr
 """
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,66 @@ def test_kernel_reads_only_its_own_exercise_support(tmp_path, monkeypatch):
                           timeout=120, cwd=scratch)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split("\n")[:3] == ["proj_p2.py ok", "proj_common.py ok", "proj_p1.py PermissionError"], proc.stdout
+
+
+def test_every_entry_point_refuses_without_landlock(monkeypatch):
+    # SafeExecute (plain nbgrader autograde, formgrader, the class run) starts kernels through confined_kernel
+    from autograder.confine import kernel, limits
+
+    monkeypatch.setattr(sandbox, "abi_version", lambda: 0)
+    with pytest.raises(RuntimeError, match="Landlock"):
+        with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=True)):
+            pass
+    with pytest.raises(RuntimeError, match="S04_GRADING_SANDBOX=off"):
+        limits.grading_env(ROOT / "assignments", limits.Limits(sandbox=True))
+    with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=False)) as km:  # explicitly turned off
+        assert "--no-sandbox" in km.launcher_argv
+
+
+ISOLATION_PROBE = textwrap.dedent("""
+    import os, socket, subprocess, sys, time
+    report = {"uid": os.getuid(), "groups": os.getgroups()}
+    for label, attempt in {
+        "tcp": lambda: socket.create_connection(("127.0.0.1", 22), timeout=2),
+        "udp": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 53)),
+        "raw_disk": lambda: open("/dev/" + sorted(p for p in os.listdir("/dev") if p.startswith(("vd", "sd", "nvme")))[0], "rb"),
+        "shadow": lambda: open("/etc/shadow").read(),
+    }.items():
+        try:
+            attempt()
+            report[label] = "ok"
+        except (OSError, IndexError) as exc:
+            report[label] = type(exc).__name__
+    subprocess.Popen([sys.executable, "-c", "import os, time\\nif os.fork() == 0:\\n    os.setsid(); time.sleep(600)"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(report, flush=True)
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a kernel user of its own and network namespaces need root")
+def test_root_grading_kernel_runs_as_its_own_user_without_network():
+    # the launcher's confinement, without ipykernel: its own user, no root, no network, nothing left behind
+    from autograder.confine import isolation, launcher
+    from autograder.confine.limits import DEFAULT_LIMITS
+
+    uid = isolation.pick_uid()
+    scratch = isolation.prepare_scratch(uid)
+    connection = scratch / "connection.json"
+    connection.write_text("{}")
+    args = ["--scratch", str(scratch), "--uid", str(uid), "--memory-bytes", str(DEFAULT_LIMITS.memory_bytes),
+            "--file-bytes", str(DEFAULT_LIMITS.file_bytes), "--cpu-seconds", "60", "--max-processes", "64",
+            "-f", str(connection)]
+    code = ("import sys\nfrom autograder.confine import launcher\nopts, _ = launcher.parse(sys.argv[1:])\n"
+            "launcher.apply_limits(opts)\nlauncher.confine(opts)\n" + ISOLATION_PROBE)
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own probe's dict
+    assert report["uid"] == uid and report["groups"] == []
+    assert report["tcp"] == "PermissionError" and report["udp"] == "OSError"  # Landlock, then an empty netns
+    assert report["raw_disk"] in ("PermissionError", "IndexError") and report["shadow"] == "PermissionError"
+    time.sleep(1)  # the daemon has forked and left its session
+    assert isolation.processes_of(uid), "the probe's daemon should still run until the grader ends it"
+    assert isolation.kill_all_of(uid) == []
+    assert isolation.processes_of(uid) == []
+    launcher_source = Path(launcher.__file__).read_text()
+    assert "S04_GRADEBOOK_URL" not in launcher.ENV_ALLOWED and "S04_GRADEBOOK_URL" not in launcher_source

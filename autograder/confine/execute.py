@@ -1,47 +1,93 @@
-"""Execution of a submission in the confined grading kernel, surviving a kernel that dies.
+"""Execution of a submission in the confined grading kernel, within time budgets, surviving a kernel that dies.
 
-:class:`SafeExecute` is nbgrader's ``Execute`` with two changes. nbgrader's own lets a dead kernel
-(``os._exit``, a segfault, the memory limit) abort the whole submission, so the student loses every
-grade of the section, and the class run logs a traceback. This one records the death in the cell
-where it happened and marks every later code cell with an error, so the cells graded before keep
-their points, the unexecuted graded cells score zero (nbgrader gives full marks to a graded cell
-without an error), and the feedback says what happened. It also passes the notebook's name to the
-grading kernel, which may then read that exercise's support module
-(``autograder/kernel_support/<exercise>.py``, see :mod:`autograder.confine.landlock`).
+:class:`SafeExecute` is nbgrader's ``Execute`` with these changes:
+
+* the kernel is always the confined one (:func:`autograder.confine.kernel.confined_kernel`), whatever
+  kernel the notebook's metadata names and however grading was started (the course's nbgrader config
+  installs this preprocessor for ``nbgrader autograde`` and formgrader alike), and nothing it started
+  outlives the notebook;
+* time budgets: besides nbgrader's per-cell timeout, all cells of one notebook share
+  ``notebook_budget_s`` and all notebooks of one student's section ``submission_budget_s`` (defaults in
+  :class:`autograder.confine.limits.Limits`; nbgrader options ``--SafeExecute.notebook_budget_s=...``).
+  When a budget is spent the remaining cells are not run (graded ones score zero), the cells graded
+  before keep their points, and the feedback names the cell that ran out of time. So a submission
+  whose every cell loops forever costs minutes, not the class run's whole limit;
+* a dead kernel (``os._exit``, a segfault, the memory or CPU limit) no longer aborts the whole
+  submission, so the student would lose every grade of the section: the death is recorded in the cell
+  where it happened and every later code cell is marked with an error, so the unexecuted graded cells
+  score zero (nbgrader gives full marks to a graded cell without an error);
+* the notebook's name reaches the launcher, so the kernel may read that exercise's support module
+  (``autograder/kernel_support/<exercise>.py``, see :mod:`autograder.confine.landlock`).
 """
 
 from __future__ import annotations
 
+import time
+
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
+from traitlets import Float
 
-from autograder.confine.landlock import EXERCISE_ARGUMENT
+from autograder.confine.kernel import confined_kernel
+from autograder.confine.limits import DEFAULT_LIMITS
 
-
-def _error(ename: str, text: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[f"{ename}: {text}"])
-
-
-KERNEL_DIED = ("内核在执行这个单元时意外退出（例如调用了 os._exit / sys.exit 之外的强制退出、段错误，"
-               "或超出了评分时的内存上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。")
+KERNEL_DIED = ("内核在执行这个单元时意外退出（例如调用了 os._exit 等强制退出、段错误，"
+               "或超出了评分时的内存、CPU 时间或进程数上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。")
 NOT_RUN = "没有执行：内核在前面的单元里意外退出（见上方第一个报错的单元）。"
+TIMED_OUT = "CellTimeoutError"
 
 
 def _error(ename: str, text: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=text, traceback=[f"{ename}: {text}"])
+
+
+def _cell_name(cell, index: int) -> str:
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    return f"“{grade_id}”" if grade_id else f"第 {index + 1} 个单元"
 
 
 class SafeExecute(Execute):
-    """``Execute`` that turns a dead kernel into per-cell errors instead of a failed submission."""
+    """``Execute`` in the confined kernel, with time budgets, turning a dead kernel into per-cell errors."""
+
+    limits = DEFAULT_LIMITS
+    notebook_budget_s = Float(DEFAULT_LIMITS.notebook_budget_s, help="Seconds for all cells of one notebook.").tag(config=True)
+    submission_budget_s = Float(DEFAULT_LIMITS.submission_budget_s,
+                                help="Seconds for all notebooks of one student's assignment.").tag(config=True)
+    #: seconds already spent per (student, assignment) in this nbgrader process
+    _spent: dict = {}
 
     def preprocess(self, nb, resources=None, km=None):
+        resources = resources or {}
+        meta = resources.get("nbgrader") or {}
+        self._submission = (meta.get("student"), meta.get("assignment"))
+        self._cell_timeout = self.timeout
         self._kernel_died = False
-        # tell the kernel launcher which exercise it grades: it may read that exercise's support module only
-        name = ((resources or {}).get("metadata") or {}).get("name", "")
-        base = [a for a in self.extra_arguments if not a.startswith(EXERCISE_ARGUMENT)]
-        self.extra_arguments = base + ([EXERCISE_ARGUMENT + name] if name else [])
-        return super().preprocess(nb, resources, km)
+        self._stopped = ""  # the Chinese reason once a budget is spent
+        self._timed_out: list[str] = []
+        start = time.monotonic()
+        spent = self._spent.get(self._submission, 0.0)
+        self._deadline = start + min(self.notebook_budget_s, max(0.0, self.submission_budget_s - spent))
+        exercise = (resources.get("metadata") or {}).get("name", "")
+        try:
+            with confined_kernel(exercise, self.limits) as confined:
+                try:
+                    return super().preprocess(nb, resources, confined)
+                finally:  # nbclient leaves a kernel it did not create running; confined_kernel ends it
+                    if getattr(self, "kc", None) is not None:
+                        self.kc.stop_channels()
+                    self.kc = self.km = None
+        finally:
+            self.timeout = self._cell_timeout
+            self._spent[self._submission] = spent + time.monotonic() - start
+
+    def _budget_reason(self) -> str:
+        spent = self._spent.get(self._submission, 0.0)
+        which = (f"整份作业（同一节的所有 notebook）共 {self.submission_budget_s:.0f} 秒"
+                 if spent + self.notebook_budget_s > self.submission_budget_s
+                 else f"这个 notebook 共 {self.notebook_budget_s:.0f} 秒")
+        late = f"超时的单元：{'、'.join(self._timed_out)}。" if self._timed_out else ""
+        return f"没有执行：评分时间上限（{which}）已经用完。{late}之前单元的得分保留。"
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -49,9 +95,18 @@ class SafeExecute(Execute):
         if self._kernel_died:
             cell.outputs = [_error("KernelNotRunning", NOT_RUN)]
             return cell, resources
+        remaining = self._deadline - time.monotonic()
+        if self._stopped or remaining < 1:
+            self._stopped = self._stopped or self._budget_reason()
+            cell.outputs = [_error("GradingTimeBudget", self._stopped)]
+            return cell, resources
+        self.timeout = int(max(1, min(self._cell_timeout or remaining, remaining)))
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._kernel_died = True
             cell.outputs.append(_error("KernelDied", KERNEL_DIED))
             return cell, resources
+        if any(o.get("output_type") == "error" and o.get("ename") == TIMED_OUT for o in cell.outputs):
+            self._timed_out.append(_cell_name(cell, index))
+        return cell, resources

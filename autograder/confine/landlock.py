@@ -11,13 +11,16 @@ starts. The kernel may then
   hidden *inputs* (``autograder/kernel/inputs``), never the expected values (``autograder/data``)
   or the reference solutions (``autograder/authoring/reference``);
 * read ``autograder/kernel_support/<exercise>.py`` (and ``<section>_common.py``) for the one exercise it grades (named by the
-  nbgrader process, :class:`autograder.verdict.preprocessors.SafeExecute`): code a hidden cell needs that is
+  nbgrader process, :class:`autograder.confine.execute.SafeExecute`): code a hidden cell needs that is
   not an answer of that exercise, e.g. earlier stages' reference building blocks of the project;
 * list folders of the repository (file names are not secret) but read no other file in it;
 * write only inside its own private scratch folder (its HOME, TMPDIR and working folder).
 
-With Landlock ABI >= 6 it also cannot send signals to processes outside its sandbox (such as
-the nbgrader process that grades it). The syscalls are made through ctypes (no dependency).
+With Landlock ABI >= 4 it cannot bind or connect any TCP socket (its kernel protocol runs over Unix
+sockets), and with ABI >= 6 it cannot send signals to processes outside its sandbox (such as the
+nbgrader process that grades it) nor reach abstract Unix sockets outside it. As root, the launcher
+adds a user of its own and an empty network namespace (:mod:`autograder.confine.isolation`). The
+syscalls are made through ctypes (no dependency).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _MAKE_AND_REMOVE = sum(1 << bit for bit in range(4, 13))  # remove dir/file, make char/dir/reg/sock/fifo/block/sym
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3, 5
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4: handled without any rule, no TCP port at all
 
 READ = READ_FILE | READ_DIR | EXECUTE
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may carry
@@ -45,11 +49,10 @@ ROOT = Path(__file__).resolve().parents[2]
 KERNEL_READABLE = ("autograder/__init__.py", "autograder/protocol.py", "autograder/kernel", "course_lib",
                    "autograder/kernel_support/__init__.py")
 SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
-# kernel argument naming the exercise being graded; a traitlets-style option, so that an ordinary
-# ipykernel started without our launcher (plain `nbgrader autograde`) accepts and ignores it
-EXERCISE_ARGUMENT = "--S04Grading.exercise="
 # no /opt, /srv or /home: a course folder kept there would become readable (the interpreter and venv are added explicitly)
 SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys")
+#: device files a kernel may open; never /dev as a whole (raw disks, /dev/shm shared between kernels)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -133,14 +136,17 @@ def confine(scratch: Path, extra_readable: tuple = ()) -> int:
     if abi < 1:
         raise OSError("Landlock is not available in this Linux kernel (needs Linux >= 5.13 with Landlock enabled)")
     handled = _handled_rights(abi)
-    attr = _RulesetAttr(handled, 0, (SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET) if abi >= 6 else 0)
-    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8  # older kernels reject fields they do not know
+    net = (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0
+    attr = _RulesetAttr(handled, net, (SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET) if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8  # older kernels reject fields they do not know
     ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
         for path in readable_paths(extra_readable):
             _add_rule(ruleset, path, READ, handled)
         _add_rule(ruleset, ROOT, READ_DIR, handled)  # listing folders only; imports look files up by listing
-        _add_rule(ruleset, Path("/dev"), READ_FILE | WRITE_FILE | READ_DIR | IOCTL_DEV, handled)  # /dev/null, urandom
+        _add_rule(ruleset, Path("/dev"), READ_DIR, handled)
+        for device in (*DEVICES, *sorted(map(str, Path("/dev").glob("nvidia*")))):  # a GPU grader's devices
+            _add_rule(ruleset, Path(device), READ_FILE | WRITE_FILE | IOCTL_DEV, handled)
         _add_rule(ruleset, Path(scratch), handled, handled)  # its own folder: anything
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")

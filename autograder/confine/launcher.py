@@ -1,76 +1,107 @@
-"""Start an IPython kernel under resource limits and in a sandbox (the grading kernel of :mod:`autograder.confine.limits`).
+"""Start an IPython kernel confined for grading: limits, its own user, no network, Landlock; then ipykernel.
 
-``python -m autograder.confine.launcher --memory-bytes N --file-bytes M [--no-sandbox] -f CONNECTION_FILE
-[--S04Grading.exercise=NAME]``
-caps the kernel's address space (RLIMIT_AS) and output-file size, moves it into a private
-scratch folder, confines it with Landlock (:mod:`autograder.confine.landlock`: no access to reference
-data, reference solutions, the gradebook or other students' folders; no signals to the
-grader), then runs ipykernel as usual.
+``python -m autograder.confine.launcher --scratch DIR [--uid N] [--exercise NAME] --memory-bytes N
+--file-bytes N --cpu-seconds N --max-processes N [--no-sandbox] -f CONNECTION_FILE [ipykernel options]``
+
+Started by :class:`autograder.confine.kernel.ConfinedKernelManager` (the trusted side, which made ``DIR``
+and picked ``N``), it runs these steps before any student byte, in this order:
+
+1. resource limits: address space, file size, no core files, CPU seconds, processes (RLIMIT_NPROC counts
+   per user: with a user of its own that is exactly this kernel's processes);
+2. as root: a new mount namespace in which the interpreter and the course are reachable by an unprivileged
+   user, a new network namespace without any interface, then that unprivileged user for good
+   (:mod:`autograder.confine.isolation`);
+3. an environment from an allow-list (no gradebook password, no instructor tokens), ``DIR`` as HOME,
+   TMPDIR and working folder;
+4. Landlock (:mod:`autograder.confine.landlock`): read only what Python needs, write only ``DIR``, no TCP,
+   no signals or abstract sockets outside the sandbox.
 """
 
 from __future__ import annotations
 
-import atexit
+import argparse
 import os
 import resource
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from autograder.confine import landlock as sandbox
+from autograder.confine import isolation, landlock
 
-_OPTIONS_WITH_VALUE = ("--memory-bytes", "--file-bytes")
+#: environment variables a grading kernel keeps; everything else (tokens, passwords, proxies) is dropped
+ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+               "MKL_NUM_THREADS", "XLA_FLAGS", "PYTHONHASHSEED", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES")
+ENV_ALLOWED_PREFIXES = ("LC_", "JAX_")
 
 
-def apply_limits(memory_bytes: int, file_bytes: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))  # no disk-filling writes
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="autograder.confine.launcher", add_help=False)
+    parser.add_argument("--scratch", type=Path, required=True)
+    parser.add_argument("--uid", type=int)
+    parser.add_argument("--exercise", default="")
+    for name in ("--memory-bytes", "--file-bytes", "--cpu-seconds", "--max-processes"):
+        parser.add_argument(name, type=int, required=True)
+    parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("-f", dest="connection_file", type=Path, required=True)
+    return parser.parse_known_args(argv)
+
+
+def apply_limits(opts: argparse.Namespace) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (opts.memory_bytes, opts.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (opts.file_bytes, opts.file_bytes))  # no disk-filling writes
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file behind
+    # the soft limit sends SIGXCPU (the kernel dies, SafeExecute says so); the hard one SIGKILL right after
+    resource.setrlimit(resource.RLIMIT_CPU, (opts.cpu_seconds, opts.cpu_seconds + 5))
+    # with a user of its own this counts the kernel's processes and threads; otherwise the instructor's
+    # own processes count too, so the cap is raised by what that user already runs
+    already = 0 if opts.uid is not None else _threads_of(os.getuid())
+    resource.setrlimit(resource.RLIMIT_NPROC, (opts.max_processes + already, opts.max_processes + already))
 
 
-def enter_scratch_folder() -> Path:
-    """A fresh private folder as HOME, TMPDIR and working folder: the only place the kernel may write."""
-    scratch = Path(tempfile.mkdtemp(prefix="s04-grading-kernel-"))
-    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-    for var in ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+def _threads_of(uid: int) -> int:
+    total = 0
+    for pid in isolation.processes_of(uid):
+        try:
+            total += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+    return total
+
+
+def clean_environment(scratch: Path) -> None:
+    kept = {k: v for k, v in os.environ.items() if k in ENV_ALLOWED or k.startswith(ENV_ALLOWED_PREFIXES)}
+    kept.pop("JAX_COMPILATION_CACHE_DIR", None)  # a cache other kernels load is a way into them
+    os.environ.clear()
+    os.environ.update(kept)
+    for var in ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
         os.environ[var] = str(scratch)
-    # The shared XLA cache is a file other students' kernels would load: a sandboxed kernel neither reads nor writes it.
-    os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
-    os.environ.pop("S04_GRADEBOOK_URL", None)  # a server gradebook's password (book page 教师指南) is not for students
+    os.environ["MPLBACKEND"] = "Agg"
+
+
+def confine(opts: argparse.Namespace) -> None:
+    scratch = opts.scratch.resolve()
+    connection = opts.connection_file.resolve()
+    support = landlock.support_module(opts.exercise) if opts.exercise else ()
+    readable = (connection, *support)
+    if opts.uid is not None:  # root: its own user, no network, the interpreter reachable without root
+        isolation.enter_namespaces()
+        isolation.make_traversable([*landlock.readable_paths(readable), landlock.ROOT, scratch], opts.uid)
+        os.chown(connection, opts.uid, opts.uid)  # written by the grader, 0600; the kernel reads it
+        isolation.become(opts.uid)
+    clean_environment(scratch)
     os.chdir(scratch)
-    return scratch
-
-
-def _split_args(argv: list[str]) -> tuple[dict, list[str]]:
-    options, rest, i = {}, [], 0
-    while i < len(argv):
-        if argv[i] in _OPTIONS_WITH_VALUE:
-            options[argv[i]] = int(argv[i + 1])
-            i += 2
-        elif argv[i] == "--no-sandbox":
-            options["--no-sandbox"] = True
-            i += 1
-        elif argv[i].startswith(sandbox.EXERCISE_ARGUMENT):
-            options["exercise"] = argv[i][len(sandbox.EXERCISE_ARGUMENT):]
-            i += 1
-        else:
-            rest.append(argv[i])
-            i += 1
-    return options, rest
+    landlock.confine(scratch, extra_readable=readable)
 
 
 def main(argv=None) -> None:
-    options, kernel_args = _split_args(list(sys.argv[1:] if argv is None else argv))
-    apply_limits(options["--memory-bytes"], options["--file-bytes"])
-    if not options.get("--no-sandbox"):
-        connection_file = kernel_args[kernel_args.index("-f") + 1]
-        scratch = enter_scratch_folder()
-        support = sandbox.support_module(options["exercise"]) if "exercise" in options else ()
-        sandbox.confine(scratch, extra_readable=(Path(connection_file).resolve(), *support))
+    opts, kernel_args = parse(list(sys.argv[1:] if argv is None else argv))
+    apply_limits(opts)
+    if opts.no_sandbox:
+        os.chdir(opts.scratch)
+    else:
+        confine(opts)
     from ipykernel import kernelapp
 
-    sys.argv = [sys.argv[0], *kernel_args]
+    sys.argv = [sys.argv[0], "-f", str(opts.connection_file), *kernel_args]
     kernelapp.launch_new_instance()
 
 

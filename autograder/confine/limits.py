@@ -1,61 +1,59 @@
-"""Limits and sandbox every grading kernel runs under, and the environment nbgrader is started with.
+"""Limits every grading kernel runs under, and the rule that grading needs the sandbox.
 
-* time: nbgrader's per-cell timeout (``Execute.timeout``, set in ``assignments/nbgrader_config.py``)
-  plus a per-submission wall-clock limit enforced by :mod:`autograder.ops.classrun`;
-* memory and file size: a kernelspec named ``python3`` written into the course folder whose
-  launcher applies RLIMIT_AS / RLIMIT_FSIZE (:mod:`autograder.confine.launcher`). It shadows the
-  ordinary ``python3`` kernel because its folder comes first on ``JUPYTER_PATH``;
-* sandbox: the same launcher confines the kernel with Landlock (:mod:`autograder.confine.landlock`), so
-  student code cannot read the reference data or solutions, nor write outside its scratch folder.
-  ``S04_GRADING_SANDBOX=off`` grades without it (only for a machine without Landlock; the
-  grading is then NOT tamper-resistant, and the class run says so).
+* time: nbgrader's per-cell timeout (``Execute.timeout``, ``assignments/nbgrader_config.py``), a
+  per-notebook budget (:class:`autograder.confine.execute.SafeExecute`) and a per-submission wall-clock
+  limit in the class run (:mod:`autograder.ops.classrun`); CPU seconds back the wall-clock limits up;
+* memory, file size and processes: rlimits set by :mod:`autograder.confine.launcher`;
+* sandbox: the same launcher confines the kernel (Landlock; as root also its own user and no network).
+  ``S04_GRADING_SANDBOX=off`` grades without it (only for a machine without Landlock; the grading is
+  then NOT tamper-resistant, and every entry point says so).
+
+These apply however grading is started (``make grade``, ``python -m autograder autograde``, plain
+``nbgrader autograde`` in ``assignments/``, formgrader's button): all of them run
+:class:`~autograder.confine.execute.SafeExecute` from the course's nbgrader config.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.confine import landlock as sandbox
+from autograder.confine import landlock
+
+SANDBOX_OFF_WARNING = "警告：S04_GRADING_SANDBOX=off，评分内核没有沙箱，学生代码可以读取参考数据：这次评分不防作弊。"
 
 
 @dataclass(frozen=True)
 class Limits:
     memory_bytes: int = 4 * 2**30  # address space; JAX on CPU grades comfortably within 3 GiB
     file_bytes: int = 64 * 2**20  # largest file a kernel may write
-    submission_timeout_s: float = 900.0  # one student's whole section, all notebooks
+    cpu_seconds: int = 1200  # a backstop: the notebook budget ends a runaway notebook long before
+    max_processes: int = 512  # processes and threads of one kernel (XLA starts a few per core)
+    # wall-clock budgets of SafeExecute: an honest notebook needs 5-40 s even on a loaded 2-core machine,
+    # a submission of 4 notebooks under 3 min; a submission whose every cell loops stops after these
+    notebook_budget_s: float = 150.0  # all cells of one notebook
+    submission_budget_s: float = 360.0  # all notebooks of one student's section, in one nbgrader run
+    submission_timeout_s: float = 900.0  # the class run's backstop: it kills that student's nbgrader
     sandbox: bool = os.environ.get("S04_GRADING_SANDBOX", "on") != "off"
 
 
 DEFAULT_LIMITS = Limits()
 
 
-def install_grading_kernel(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> Path:
-    """Write the limited ``python3`` kernelspec under ``<course>/.grading/jupyter``; returns that folder."""
-    root = Path(course_dir).resolve() / ".grading" / "jupyter"
-    spec_dir = root / "kernels" / "python3"
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {
-        "argv": [sys.executable, "-m", "autograder.confine.launcher",
-                 "--memory-bytes", str(limits.memory_bytes), "--file-bytes", str(limits.file_bytes),
-                 *([] if limits.sandbox else ["--no-sandbox"]), "-f", "{connection_file}"],
-        "display_name": "Python 3 (grading, limited)",
-        "language": "python",
-    }
-    text = json.dumps(spec, indent=1) + "\n"
-    path = spec_dir / "kernel.json"
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    return root
-
-
-def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
-    """Environment variables for nbgrader runs on ``course_dir`` (the limited, sandboxed kernel)."""
-    if limits.sandbox and sandbox.abi_version() < 1:
+def require_sandbox(limits: Limits = DEFAULT_LIMITS) -> None:
+    """Refuse to grade when the sandbox is on but this Linux kernel cannot provide it."""
+    if limits.sandbox and landlock.abi_version() < 1:
         raise RuntimeError("this Linux kernel has no Landlock, so grading kernels cannot be sandboxed and student "
                            "code could read the reference data. Grade on Linux >= 5.13 with Landlock, or set "
                            "S04_GRADING_SANDBOX=off to grade WITHOUT tamper resistance.")
-    return {"JUPYTER_PATH": str(install_grading_kernel(course_dir, limits))}
+
+
+def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """Environment for nbgrader runs on ``course_dir``; refuses (raises) without the sandbox.
+
+    Nothing needs setting any more (the course's nbgrader config starts the confined kernel itself);
+    the check runs before nbgrader starts so that the class run fails fast with a clear message.
+    """
+    require_sandbox(limits)
+    return {}

@@ -1,0 +1,166 @@
+"""Operating-system isolation of a grading kernel beyond Landlock: its own user, no network, no leftovers.
+
+When grading runs as root (containers, CI), each kernel gets a user id of its own, drawn from a range no
+account uses (:func:`pick_uid`). That id
+
+* owns nothing on the machine, so the kernel cannot use root's rights (raw disks in ``/dev``, ``/etc/shadow``,
+  kernel modules, other users' processes), whatever Landlock grants;
+* names every process the kernel starts, even one that calls ``setsid`` and forks twice: when the notebook
+  ends, :func:`kill_all_of` ends them all, and ``RLIMIT_NPROC`` (counted per user) stops a fork bomb.
+
+Before dropping to it, the launcher moves the kernel into a new network namespace, which has no interface
+but a down loopback (no TCP, no UDP, not even to localhost; the kernel talks to nbgrader over Unix sockets
+in its scratch folder), and into a new mount namespace in which folders that only root may enter (such as
+``/root`` holding the interpreter) are replaced by a traversable stand-in that shows only the needed
+entries (:func:`make_traversable`). Everything here is Linux-only and needs root; the standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
+_MS_BIND, _MS_REC, _MS_PRIVATE, _MS_NOSUID, _MS_NODEV = 4096, 16384, 1 << 18, 2, 4
+_MNT_DETACH = 2
+#: user ids of grading kernels: far above any account and below the 32-bit "no user" values
+UID_RANGE = (1_900_000_000, 2_000_000_000)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def pick_uid() -> int:
+    """A kernel user id no process uses now (the trusted side picks it before starting the kernel)."""
+    rng = random.SystemRandom()
+    for _ in range(100):
+        uid = rng.randrange(*UID_RANGE)
+        if not processes_of(uid):
+            return uid
+    raise RuntimeError("no free grading user id")  # 100 collisions in 10^8 ids: something is wrong
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live (not zombie) process ids whose real, effective, saved or filesystem user id is ``uid``."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:  # the process ended while we looked
+            continue
+        zombie = fields.get("State", "").split()[:1] in (["Z"], ["X"])
+        if not zombie and str(uid) in fields.get("Uid", "").split():
+            pids.append(int(entry.name))
+    return pids
+
+
+# kill(-1, SIGKILL) as the kernel's user reaches every process of that user in one pass, which a loop of
+# forks cannot outrun; the helper is a fresh interpreter because fork() in a threaded grader is unsafe.
+_KILL_AS = ("import os, signal, sys\n"
+            "uid = int(sys.argv[1])\n"
+            "os.setgroups([]); os.setgid(uid); os.setuid(uid)\n"
+            "for _ in range(100):\n"
+            "    try:\n"
+            "        os.kill(-1, signal.SIGKILL)\n"
+            "    except ProcessLookupError:\n"
+            "        break\n")
+
+
+def kill_all_of(uid: int, timeout_s: float = 10.0) -> list[int]:
+    """End every process of ``uid``; returns those still alive after ``timeout_s`` (empty when all ended)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = processes_of(uid)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        subprocess.run([sys.executable, "-I", "-S", "-c", _KILL_AS, str(uid)], timeout=timeout_s,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.02)  # zombies of killed processes leave /proc when their parents reap them
+
+
+def prepare_scratch(uid: int | None) -> Path:
+    """The kernel's private folder (HOME, TMPDIR, working folder, its Unix sockets), owned by its user."""
+    scratch = Path(tempfile.mkdtemp(prefix="s04-kernel-"))
+    if uid is not None:
+        os.chown(scratch, uid, uid)
+    return scratch
+
+
+def _can_enter(path: Path, uid: int) -> bool:
+    info = path.stat()
+    return bool(info.st_mode & (stat.S_IXUSR if info.st_uid == uid else stat.S_IXOTH))
+
+
+def _blocked_ancestor(path: Path, uid: int) -> Path | None:
+    """The outermost folder on the way to ``path`` that user ``uid`` (in no group) may not enter."""
+    for ancestor in reversed(Path(path).parents):
+        if not _can_enter(ancestor, uid):
+            return ancestor
+    return None
+
+
+def make_traversable(paths, uid: int) -> None:
+    """In this mount namespace, let user ``uid`` reach ``paths`` through folders only root may enter.
+
+    A folder such as ``/root`` (mode 0700) on the way to the interpreter is covered by an empty tmpfs
+    (mode 0711: enter, not list) into which only the entries leading to ``paths`` are bound back; the
+    rest of the folder disappears from this kernel's view. Call after ``unshare(CLONE_NEWNS)``.
+    """
+    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    for _ in range(16):  # each round uncovers one level; deeper than 16 would be a strange system
+        blocked: dict[Path, set[str]] = {}
+        for path in map(Path, paths):
+            ancestor = _blocked_ancestor(path, uid) if path.exists() else None
+            if ancestor is not None:
+                blocked.setdefault(ancestor, set()).add(path.relative_to(ancestor).parts[0])
+        if not blocked:
+            return
+        folder = min(blocked, key=lambda p: len(p.parts))
+        stash = Path(tempfile.mkdtemp(prefix="s04-stash-"))
+        _check(_libc.mount(str(folder).encode(), str(stash).encode(), None, _MS_BIND | _MS_REC, None), f"bind {folder}")
+        _check(_libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0711"),
+               f"tmpfs over {folder}")
+        for name in sorted(blocked[folder]):
+            original, mount_point = stash / name, folder / name
+            if original.is_dir():
+                mount_point.mkdir()
+            else:
+                mount_point.touch()
+            _check(_libc.mount(str(original).encode(), str(mount_point).encode(), None, _MS_BIND | _MS_REC, None),
+                   f"bind {mount_point}")
+        _check(_libc.umount2(str(stash).encode(), _MNT_DETACH), f"umount {stash}")
+        stash.rmdir()
+    raise OSError(f"could not make {paths} reachable for an unprivileged user")
+
+
+def enter_namespaces() -> None:
+    """A new mount namespace (for :func:`make_traversable`) and a new, empty network namespace."""
+    _check(_libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET), "unshare(CLONE_NEWNS | CLONE_NEWNET)")
+
+
+def become(uid: int) -> None:
+    """Drop root for good: no supplementary groups, group and user ``uid`` (all capabilities go with it)."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.geteuid() == 0 or os.getegid() == 0:
+        raise OSError("still root after setresuid")

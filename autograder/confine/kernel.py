@@ -1,0 +1,88 @@
+"""The trusted side of one grading kernel: start it confined, whatever the notebook asks for, and end it whole.
+
+:class:`ConfinedKernelManager` ignores the notebook's kernelspec (a student can name any kernel in the
+metadata) and always starts :mod:`autograder.confine.launcher`, over Unix sockets in the kernel's own
+scratch folder (no TCP port exists for it). :func:`confined_kernel` wraps one notebook's kernel: it
+picks the kernel's user (as root), makes the scratch folder, and afterwards shuts the kernel down,
+ends every process the notebook started and removes the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.utils import run_sync
+
+from autograder.confine import isolation
+from autograder.confine.limits import Limits, require_sandbox
+
+
+class ConfinedKernelManager(AsyncKernelManager):
+    """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`)."""
+
+    launcher_argv: list[str] = []
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        return KernelSpec(argv=[*self.launcher_argv, "-f", "{connection_file}"], language="python",
+                          display_name="Python 3 (grading, confined)", env={})
+
+
+def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits) -> list[str]:
+    return [sys.executable, "-m", "autograder.confine.launcher", "--scratch", str(scratch),
+            *(["--uid", str(uid)] if uid is not None else []),
+            *(["--exercise", exercise] if exercise else []),
+            "--memory-bytes", str(limits.memory_bytes), "--file-bytes", str(limits.file_bytes),
+            "--cpu-seconds", str(limits.cpu_seconds), "--max-processes", str(limits.max_processes),
+            *([] if limits.sandbox else ["--no-sandbox"])]
+
+
+@contextmanager
+def confined_kernel(exercise: str, limits: Limits, **manager_options):
+    """A kernel manager (not started) for grading ``exercise``; on exit nothing of that kernel is left."""
+    require_sandbox(limits)
+    uid = isolation.pick_uid() if limits.sandbox and isolation.is_root() else None
+    scratch = isolation.prepare_scratch(uid)
+    km = ConfinedKernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel"),
+                               connection_file=str(scratch / "connection.json"), autorestart=False,
+                               **manager_options)
+    km.launcher_argv = launcher_argv(scratch, uid, exercise, limits)
+    try:
+        yield km
+    finally:
+        end_kernel(km, uid)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def end_kernel(km: ConfinedKernelManager, uid: int | None) -> None:
+    """Shut the kernel down now and end every process it started (see :mod:`autograder.confine.isolation`)."""
+    pid = getattr(getattr(km, "provisioner", None), "pid", None)
+    group = None
+    if pid:
+        try:
+            group = os.getpgid(pid)
+        except ProcessLookupError:
+            pass
+    try:
+        if km.has_kernel:
+            run_sync(km.shutdown_kernel)(now=True)
+    except Exception:  # noqa: BLE001 - a kernel in any state must still be ended below
+        pass
+    if uid is not None:
+        isolation.kill_all_of(uid)  # everything it started, also what left its session
+    elif group is not None:  # not root: its process group (a child that called setsid can escape: instructors page)
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        run_sync(km.cleanup_resources)()
+    except Exception:  # noqa: BLE001
+        pass
