@@ -99,7 +99,7 @@ LEAVE_PROCESSES_AND_CONNECT = f"""\
 import os, socket, subprocess, sys, time
 # a daemon that leaves the kernel's session, twice forked, and a plain child
 subprocess.Popen([sys.executable, "-c", "import os, time\\nif os.fork() == 0:\\n    os.setsid(); time.sleep(900)", "{MARKER}"])
-subprocess.Popen(["sleep", "900", "{MARKER}"], start_new_session=True)
+subprocess.Popen(["sh", "-c", "sleep 900; :", "{MARKER}"], start_new_session=True)  # $0 carries the marker
 attempts = {{
     "tcp-connect": lambda: socket.create_connection(("127.0.0.1", {{PORT}}), timeout=3),
     "udp-send": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"{MARKER}", ("127.0.0.1", {{PORT}})),
@@ -121,7 +121,7 @@ count = 0
 try:
     for _ in range(5000):
         if os.fork() == 0:
-            os.execv("/bin/sleep", ["sleep", "900", "{MARKER}"])
+            os.execv("/bin/sh", ["sh", "-c", "sleep 900; :", "{MARKER}"])
         count += 1
 except OSError as exc:
     print("FORKS STOPPED", count, type(exc).__name__)
@@ -129,6 +129,16 @@ else:
     print("FORKS NOT STOPPED", count)
 """
 LOOP_FOREVER = "while True:\n    pass\n"
+SCRIPT_IN_OUTPUT = """\
+from IPython.display import HTML, Javascript, display
+display(HTML('<b onmouseover="alert(1)">x</b><script>alert(document.cookie)</script>'
+             '<a href="javascript:alert(2)">link</a><iframe src="http://example.org"></iframe>'
+             '<table><tr><td>harmless table</td></tr></table>'))
+display(Javascript("alert(3)"))
+def fd_grad(u, dt, eps=1e-6):
+    return u, 0
+"""
+ACTIVE_CONTENT = ("<script", "onmouseover", "javascript:", "<iframe", "application/javascript")
 
 
 def escape_attempts(course: Path) -> str:
@@ -188,9 +198,11 @@ HOSTILE = {
     "leftovers-and-network": ({CELL: LEAVE_PROCESSES_AND_CONNECT}, None, "BLOCKED tcp-connect"),
     "fork-bomb": ({CELL: FORK_BOMB}, None, "FORKS STOPPED"),
     "every-cell-loops": ({CELL: LOOP_FOREVER, CELL2: LOOP_FOREVER}, None, "评分时间上限"),
+    "script-in-output": ({CELL: SCRIPT_IN_OUTPUT}, None, "隐藏测试 1/"),
 }
 #: the cases graded a second time through the class run (python -m autograder autograde)
-CLASS_RUN_CASES = ("float16-zeros", "foreign-kernelspec", "leftovers-and-network", "every-cell-loops", "escape-sandbox")
+CLASS_RUN_CASES = ("float16-zeros", "foreign-kernelspec", "leftovers-and-network", "every-cell-loops", "escape-sandbox",
+                   "script-in-output")
 NOTEBOOK_BUDGET_S = 45  # per-notebook budget for this test (the course default is longer)
 
 
@@ -304,6 +316,10 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, stude
     if student == "fork-bomb":
         forks = int(re.search(r"FORKS STOPPED (\d+)", text).group(1))
         assert forks <= DEFAULT_LIMITS.max_processes, forks
+    if student == "script-in-output":  # what formgrader shows the instructor is inert; the harmless table stays
+        raw = (course / "autograded" / student / SECTION / f"{EXERCISE}.ipynb").read_text(encoding="utf-8")
+        assert not [a for a in ACTIVE_CONTENT if a in raw], raw[:3000]
+        assert "harmless table" in raw
     if student == "every-cell-loops":
         # the budget stopped it: the first looping cell is named, later cells were not run, the blank's points stay
         assert "超时的单元：“fd_grad_answer”" in text, text[-2000:]
