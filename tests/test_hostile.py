@@ -12,6 +12,7 @@ The run must finish, every such student must score no more than an honest blank 
 autograded cells, and the autograded notebook must say what happened.
 """
 
+import json
 import os
 import re
 import socket
@@ -317,7 +318,8 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, stude
         forks = int(re.search(r"FORKS STOPPED (\d+)", text).group(1))
         assert forks <= DEFAULT_LIMITS.max_processes, forks
     if student == "script-in-output":  # what formgrader shows the instructor is inert; the harmless table stays
-        raw = (course / "autograded" / student / SECTION / f"{EXERCISE}.ipynb").read_text(encoding="utf-8")
+        # code sources are shown as text (and this cell's source holds the attack's own string): outputs only
+        raw = json.dumps([c.get("outputs", []) for c in nb.cells], ensure_ascii=False)
         assert not [a for a in ACTIVE_CONTENT if a in raw], raw[:3000]
         assert "harmless table" in raw
     if student == "every-cell-loops":
