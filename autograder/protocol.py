@@ -14,7 +14,10 @@ import numpy as np
 
 MIME = "application/vnd.s04diffsim.results+json"
 MAX_ELEMENTS = 1_000_000  # per returned array; reference results are far smaller
+_MAX_NDIM = 64  # numpy's limit on the number of dimensions
 _DTYPES = {"b", "i", "u", "f"}  # bool, signed, unsigned, float
+#: the dtype names :func:`encode` can write (``arr.dtype.name`` of those kinds); nothing else decodes
+_DTYPE_NAMES = frozenset(np.dtype(c).name for c in "?" + np.typecodes["AllInteger"] + np.typecodes["Float"])
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -49,15 +52,17 @@ def decode(record):
         raise MalformedRecord("not an encoded value")
     if set(record) == {"seq"} and isinstance(record["seq"], list):
         return [decode(v) for v in record["seq"]]
-    if set(record) == {"unsupported"}:
-        return Unsupported(str(record["unsupported"]))
+    if set(record) == {"unsupported"} and isinstance(record["unsupported"], str):
+        return Unsupported(record["unsupported"])
     if set(record) != {"dtype", "shape", "data"}:
         raise MalformedRecord("unknown fields")
     dtype, shape, data = record["dtype"], record["shape"], record["data"]
-    if not isinstance(dtype, str) or np.dtype(dtype).kind not in _DTYPES:
-        raise MalformedRecord(f"dtype {dtype!r}")
-    if (not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape)
-            or not isinstance(data, list) or len(data) != math.prod(shape) or len(data) > MAX_ELEMENTS):
+    if not isinstance(dtype, str) or dtype not in _DTYPE_NAMES:  # np.dtype() of any string could raise
+        raise MalformedRecord("dtype")
+    # bounded before math.prod: a product of many huge integers would stall the verdict (no bools either)
+    if (not isinstance(shape, list) or len(shape) > _MAX_NDIM
+            or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+            or not isinstance(data, list) or len(data) > MAX_ELEMENTS or len(data) != math.prod(shape)):
         raise MalformedRecord("shape and data disagree")
     values = []
     for x in data:
@@ -66,7 +71,12 @@ def decode(record):
         elif not isinstance(x, (int, float, bool)):
             raise MalformedRecord("non-numeric data")
         values.append(x)
-    return np.array(values, dtype=np.float64).astype(dtype).reshape(shape)
+    try:  # integers go exactly (through float64 they lose digits past 2**53); 10**400 or a NaN
+        # integer raise OverflowError or ValueError, which must not escape the verdict
+        exact = np.dtype(dtype).kind in "iu"
+        return np.array(values, dtype=object if exact else np.float64).astype(dtype).reshape(shape)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise MalformedRecord("values do not fit the dtype and shape") from exc
 
 
 class Unsupported:
