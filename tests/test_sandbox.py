@@ -163,3 +163,16 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network():
     assert isolation.processes_of(uid) == []
     launcher_source = Path(launcher.__file__).read_text()
     assert "S04_GRADEBOOK_URL" not in launcher.ENV_ALLOWED and "S04_GRADEBOOK_URL" not in launcher_source
+
+
+def test_grader_refuses_huge_kernel_messages():
+    # a student can display anything: above MAX_MESSAGE_BYTES the trusted side drops the message, never holds it
+    import zmq
+
+    from autograder.confine import kernel, limits
+
+    with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=False)) as km:
+        client = km.client()
+        assert km._client_contexts[-1].getsockopt(zmq.MAXMSGSIZE) == kernel.MAX_MESSAGE_BYTES
+        assert kernel.MAX_MESSAGE_BYTES > 25 * 2**20  # a legitimate record (10^6 numbers per array) fits
+        client.stop_channels()

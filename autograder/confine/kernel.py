@@ -16,6 +16,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import zmq
+import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.utils import run_sync
@@ -24,15 +26,28 @@ from autograder.confine import isolation
 from autograder.confine.limits import Limits, require_sandbox
 
 
+#: largest message the grader accepts from a kernel: a legitimate result record is under 25 MB (10^6 numbers
+#: per array); a larger message drops the connection (its cell then has no record and scores zero) instead of
+#: filling the trusted process's memory
+MAX_MESSAGE_BYTES = 64 * 2**20
+
+
 class ConfinedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`)."""
 
     launcher_argv: list[str] = []
+    _client_contexts: list = []
 
     @property
     def kernel_spec(self) -> KernelSpec:
         return KernelSpec(argv=[*self.launcher_argv, "-f", "{connection_file}"], language="python",
                           display_name="Python 3 (grading, confined)", env={})
+
+    def client(self, **kwargs):
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a default for every socket of this context
+        self._client_contexts = [*self._client_contexts, context]
+        return super().client(context=context, **kwargs)
 
 
 def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits) -> list[str]:
@@ -86,3 +101,5 @@ def end_kernel(km: ConfinedKernelManager, uid: int | None) -> None:
         run_sync(km.cleanup_resources)()
     except Exception:  # noqa: BLE001
         pass
+    for context in km._client_contexts:  # ours, not the client's: it would not close them
+        context.destroy(linger=0)
