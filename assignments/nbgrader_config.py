@@ -33,9 +33,12 @@ c.LimitOutput.max_traceback = 50
 
 # `nbgrader zip_collect` (LMS downloads, see `python -m autograder collect`): which student a file
 # belongs to is read from its path; the rule and examples are in autograder/ops/collect.py.
-from autograder.ops.collect import NAMED_REGEXP  # noqa: E402
+from autograder.ops.collect import EXTRACTOR, NAMED_REGEXP  # noqa: E402
 
 c.FileNameCollectorPlugin.named_regexp = NAMED_REGEXP
+# Students put files into the download: it is unpacked member by member, rejecting zip bombs, paths
+# out of the folder, links and corrupt or encrypted archives (autograder/ops/archives.py).
+c.ZipCollectApp.extractor_plugin = EXTRACTOR
 
 # Feedback HTML is made from the autograded notebook, where nbgrader has put the hidden tests back
 # (by design, nbgrader issue #917): the feedback pipeline strips them again.

@@ -4,6 +4,9 @@ A small class hands in ``s04_1_ex1``: an honest full answer, a blank, a typical 
 answer, and four malformed notebooks. It is graded once without interruption (course A)
 and once killed with SIGKILL as soon as the first submission is recorded, then resumed
 (course B). Both runs go through the real ``nbgrader autograde`` with two workers.
+Course A also holds hostile files (tests/test_untrusted_files.py checks them one by one): a
+FIFO, a link to another student's notebook, a folder named like the notebook, JSON nested too
+deep, bytes that are not UTF-8, a student folder that links to another's; each fails alone.
 """
 
 import json
@@ -25,6 +28,25 @@ from autograder.authoring.sources import build_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
+
+
+#: student -> how their submission folder is made hostile, and a fragment of the reason it fails with
+HOSTILE_FILES = {
+    "fifo": (lambda f: os.mkfifo(f / f"{EXERCISE}.ipynb"), "不是普通文件"),
+    "symlink": (lambda f: (f / f"{EXERCISE}.ipynb").symlink_to(f.parents[1] / "honest" / SECTION / f"{EXERCISE}.ipynb"),
+                "符号链接"),
+    "folder-notebook": (lambda f: (f / f"{EXERCISE}.ipynb").mkdir(), "不是普通文件"),
+    "deep-json": (lambda f: (f / f"{EXERCISE}.ipynb").write_text("[" * 100_000 + "]" * 100_000), "嵌套"),
+    "not-utf8": (lambda f: (f / f"{EXERCISE}.ipynb").write_bytes(b'{"cells": "\xff"}'), "UTF-8"),
+}
+
+
+def _add_hostile_files(course: Path) -> None:
+    for student, (make, _) in HOSTILE_FILES.items():
+        folder = course / "submitted" / student / SECTION
+        folder.mkdir(parents=True)
+        make(folder)
+    (course / "submitted" / "copycat").symlink_to(course / "submitted" / "honest")  # a whole student, linked
 
 
 def _make_class(course: Path) -> None:
@@ -71,6 +93,7 @@ def _feedback(course: Path) -> dict:
 def uninterrupted(tmp_path_factory):
     course = scratch_course(tmp_path_factory.mktemp("class_a") / "course", ROOT / "assignments")
     _make_class(course)
+    _add_hostile_files(course)
     results = grade_class(course, [SECTION], workers=2, progress=False)
     return course, {r.student: r for r in results}
 
@@ -90,6 +113,15 @@ def test_class_run_survives_malformed_notebooks(uninterrupted):
     assert scores.get("no-metadata", {}).get(EXERCISE, {"auto": (0, 0)})["auto"][0] < total
     for student in ("honest", "blank", "wrong", "wrong-kernel"):
         assert results[student].status == "graded", (student, results[student].error)
+
+
+def test_class_run_survives_hostile_files(uninterrupted):
+    course, results = uninterrupted
+    for student, (_, fragment) in HOSTILE_FILES.items():
+        assert results[student].status == "failed" and fragment in results[student].error, (student, results[student])
+    assert results["copycat"].status == "failed" and "符号链接" in results["copycat"].error
+    assert not (course / "autograded" / "symlink").exists() and not (course / "autograded" / "copycat").exists()
+    assert gradebook_scores(course, SECTION)["honest"][EXERCISE]["auto"][0] > 0  # the others were graded
 
 
 def test_rerun_skips_what_was_graded(uninterrupted):

@@ -2,9 +2,11 @@
 
 One scratch course is graded once for the whole file (module fixture): a zip as Moodle or Canvas
 produce it (one student in a Moodle folder, one as a zip inside the zip, plus files that belong to
-no student) goes through ``python -m autograder collect`` (``nbgrader zip_collect``), the class run,
-``nbgrader generate_feedback`` and the reports. Two students, one notebook each: every nbgrader
-autograde of a notebook costs 10-30 s on this machine.
+no student, and students' zips that are unsafe: a path out of the folder, a link to the instructor's
+solution notebook, a zip bomb, a corrupt zip) goes through ``python -m autograder collect``
+(``nbgrader zip_collect``), the class run, ``nbgrader generate_feedback`` and the reports. Two
+students are collected, one notebook each: every nbgrader autograde of a notebook costs 10-30 s
+on this machine.
 """
 
 import contextlib
@@ -32,6 +34,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
 HONEST, WRONG, STRAY = "2021001", "2021002", "2021003"
 STRAY_FILES = ["Untitled.ipynb", f"wangwu_{STRAY}_Untitled.ipynb", "readme.txt"]
+ESCAPER, CORRUPT = "2021004", "2021005"
+
+
+def _unsafe_zip(honest: str) -> bytes:
+    """A student's zip with a member outside the folder, a link to the solution and a zip bomb."""
+    link = zipfile.ZipInfo(f"{SECTION}/{EXERCISE}.ipynb")
+    link.create_system, link.external_attr = 3, 0o120777 << 16
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"../../../../zhao_{ESCAPER}_{EXERCISE}.ipynb", honest)
+        z.writestr(link, f"../../../../../source/{SECTION}/{EXERCISE}.ipynb")
+        z.writestr(f"bomb_{ESCAPER}_{EXERCISE}.ipynb", b" " * 8 * 2**20)
+    return inner.getvalue()
 
 
 def _lms_zip(course: Path, path: Path) -> Path:
@@ -48,6 +63,8 @@ def _lms_zip(course: Path, path: Path) -> Path:
         z.writestr(STRAY_FILES[0], honest)   # no student id anywhere
         z.writestr(STRAY_FILES[1], honest)   # a student id, but not a notebook of this assignment
         z.writestr(STRAY_FILES[2], "notes")  # not a notebook
+        z.writestr(f"zhao_{ESCAPER}_assignsubmission_file_.zip", _unsafe_zip(honest))
+        z.writestr(f"qian_{CORRUPT}_assignsubmission_file_.zip", b"PK\x03\x04 truncated upload")
     return path
 
 
@@ -108,6 +125,19 @@ def test_unmatched_files_are_reported_not_lost(graded):
     assert "3 个文件未能归到学生名下" in printed
     assert not (course / "submitted" / STRAY).exists()
     assert sorted(p.name for p in (course / "submitted").iterdir()) == [HONEST, WRONG]
+
+
+def test_unsafe_archives_are_rejected_and_reported(graded):
+    course, printed, _ = graded
+    rejected = [ln for ln in printed.splitlines() if ln.startswith("拒收")]
+    for fragment in ("路径中含有 ..", "符号链接", "压缩炸弹", f"qian_{CORRUPT}_assignsubmission_file_.zip: 不是有效的压缩包"):
+        assert any(fragment in ln for ln in rejected), f"{fragment!r} not reported:\n{printed}"
+    assert "另有 4 个文件或压缩包不安全或已损坏" in printed
+    # nothing was written outside nbgrader's folder, and what it unpacked holds no link
+    assert not list(course.parent.rglob(f"zhao_{ESCAPER}_{EXERCISE}.ipynb"))
+    extracted = course / "downloaded" / SECTION / "extracted"
+    assert extracted.is_dir() and not [p for p in extracted.rglob("*") if p.is_symlink()]
+    assert not (course / "submitted" / ESCAPER).exists() and not (course / "submitted" / CORRUPT).exists()
 
 
 def test_collect_refuses_to_overwrite_or_guess(graded, tmp_path):
@@ -189,10 +219,11 @@ def test_course_config_sets_collector_and_feedback():
     from nbgrader.preprocessors import ClearHiddenTests
     from traitlets.config.loader import PyFileConfigLoader
 
-    from autograder.ops.collect import NAMED_REGEXP
+    from autograder.ops.collect import EXTRACTOR, NAMED_REGEXP
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT / "assignments")).load_config()
     assert config.FileNameCollectorPlugin.named_regexp == NAMED_REGEXP
+    assert config.ZipCollectApp.extractor_plugin == EXTRACTOR  # plain `nbgrader zip_collect` is safe too
     assert ClearHiddenTests in config.GenerateFeedback.preprocessors
 
 

@@ -28,7 +28,7 @@ ZONES = {
                {"autograder", "autograder.protocol", "autograder.kernel", "autograder.kernel_support"}),
     "protocol": ([AG / "protocol.py"], {"numpy"}, set()),
     "confine": (sorted((AG / "confine").rglob("*.py")),
-                {"ipykernel", "jupyter_client", "nbclient", "nbformat", "nbgrader", "traitlets"}, {"autograder.confine"}),
+                {"ipykernel", "jupyter_client", "nbclient", "nbformat", "nbgrader", "traitlets", "zmq"}, {"autograder.confine"}),
     "verdict": (sorted((AG / "verdict").rglob("*.py")),
                 {"numpy", "nbgrader", "nbformat", "nbclient", "nbconvert", "traitlets", "jupyter_client", "bleach"},
                 {"autograder.protocol", "autograder.verdict", "autograder.confine"}),

@@ -13,11 +13,14 @@ the run at any moment (even SIGKILL) and starting it again grades exactly what i
 A job killed half-way has no ledger entry and is graded again with ``--force``, which
 overwrites its partial results in the gradebook: nbgrader keys grades by (student,
 assignment, notebook, cell), so nothing is duplicated and nothing graded is lost.
+
+Whatever a student hands in costs only that submission: its files are checked before nbgrader
+sees them (:mod:`autograder.ops.submission_files`: links, FIFOs, sizes, nesting, encodings, names),
+and any exception a job raises is recorded as that job's failure, never the run's.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -31,6 +34,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder.confine.limits import DEFAULT_LIMITS, Limits, grading_env
+from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
 
 _PR_SET_PDEATHSIG = 1
 
@@ -45,16 +49,9 @@ class JobResult:
 
 
 def submissions(course_dir: Path, section: str) -> list[str]:
+    """Students with anything at ``submitted/<student>/<section>`` (a link or a file too: those fail, with a reason)."""
     root = Path(course_dir) / "submitted"
-    return sorted(p.name for p in root.iterdir() if (p / section).is_dir()) if root.is_dir() else []
-
-
-def fingerprint(folder: Path) -> str:
-    """SHA-256 over the relative paths and bytes of every file of a submission."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return sorted(p.name for p in root.iterdir() if os.path.lexists(p / section)) if root.is_dir() else []
 
 
 def _ledger_path(course_dir: Path, section: str, student: str) -> Path:
@@ -63,16 +60,17 @@ def _ledger_path(course_dir: Path, section: str, student: str) -> Path:
 
 def read_ledger(course_dir: Path, section: str, student: str) -> dict | None:
     try:
-        return json.loads(_ledger_path(course_dir, section, student).read_text())
+        entry = json.loads(_ledger_path(course_dir, section, student).read_text())
     except (OSError, ValueError):
         return None
+    return entry if isinstance(entry, dict) else None
 
 
 def _write_ledger(course_dir: Path, section: str, student: str, entry: dict) -> None:
     path = _ledger_path(course_dir, section, student)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(entry, ensure_ascii=False, indent=1))
+    tmp.write_text(json.dumps(entry, indent=1))  # ASCII: a student's name may hold undecodable bytes
     os.replace(tmp, path)  # atomic: a reader sees the old entry or the new one, never half of one
 
 
@@ -106,40 +104,28 @@ def explain_failure(log: str) -> str:
     return (lines[0] if lines else log.strip().splitlines()[-1] if log.strip() else "nbgrader failed").strip()[:300]
 
 
-def precheck(folder: Path) -> str:
-    """Problems nbgrader would only report with a confusing traceback; empty when none."""
-    for path in sorted(Path(folder).glob("*.ipynb")):
-        try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
-            cells = nb["cells"]
-            if not isinstance(cells, list):
-                raise TypeError("cells is not a list")
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return f"{path.name} 不是合法的 notebook JSON（文件损坏、被截断或被手工编辑过），无法评分。"
-        seen = set()
-        for cell in cells:
-            try:
-                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            except AttributeError:  # a cell or its metadata is not a JSON object
-                return f"{path.name} 的单元结构已损坏（单元或其元数据不是 JSON 对象），无法评分。"
-            if grade_id in seen:
-                return (f"{path.name} 中有两个单元带同一个评分编号 {grade_id!r}（多半是复制了作业单元）："
-                        "请学生删除复制出来的单元后重新提交，或由教师删除后重新评分。")
-            if grade_id:
-                seen.add(grade_id)
-    return ""
-
-
 def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_args=()) -> JobResult:
     """Autograde one submission in its own nbgrader process; never raises."""
-    course = Path(course_dir)
-    problem = precheck(course / "submitted" / student / section)
+    try:
+        return _run_job(Path(course_dir), section, student, limits, extra_args)
+    except Exception as exc:  # a bug of ours, or a file system error: this submission fails, with why
+        return JobResult(section, student, "failed", 0.0, _internal_error(exc))
+
+
+def _internal_error(exc: BaseException) -> str:
+    return (f"评分程序处理这份提交时出错（{type(exc).__name__}: {shown(str(exc))[:200]}），这份提交没有评分；"
+            "其他学生不受影响。请把这条信息报告给课程维护者。")
+
+
+def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args) -> JobResult:
+    problem = submission_problem(course, section, student)
     if problem:
         return JobResult(section, student, "failed", 0.0, problem)
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, **grading_env(course, limits), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     args = [sys.executable, "-c", _DIE_WITH_PARENT,
-            os.path.join(bin_dir, "nbgrader"), "autograde", section, "--student", student, "--force", *extra_args]
+            # --student=<id>: an id such as "-x" must not read as an option (submission_problem rules out globs)
+            os.path.join(bin_dir, "nbgrader"), "autograde", section, f"--student={student}", "--force", *extra_args]
     log_path = course / ".grading" / "logs" / section / f"{student}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -147,7 +133,7 @@ def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_
     # fail to start a kernel. A deterministic failure fails twice and is reported.
     for attempt in range(2):
         proc = subprocess.Popen(args, cwd=course, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+                                text=True, encoding="utf-8", errors="replace", start_new_session=True)
         try:
             log, _ = proc.communicate(timeout=limits.submission_timeout_s)
         except subprocess.TimeoutExpired:
@@ -170,9 +156,12 @@ def grade_class(course_dir: Path, sections, workers: int = 1, students=None, for
     for section in sections:
         for student in students or submissions(course, section):
             folder = course / "submitted" / student / section
-            if not folder.is_dir():
+            if not os.path.lexists(folder):
                 continue
-            digest = fingerprint(folder)
+            try:
+                digest = fingerprint(folder)
+            except Exception as exc:  # unreadable: the job fails on its own, with the reason
+                digest = f"unreadable: {type(exc).__name__}"
             entry = read_ledger(course, section, student)
             if not force and entry and entry.get("fingerprint") == digest and entry.get("status") == "graded":
                 results.append(JobResult(section, student, "skipped"))
@@ -183,7 +172,10 @@ def grade_class(course_dir: Path, sections, workers: int = 1, students=None, for
         futures = {pool.submit(run_job, course, s, st, limits, extra_args): (s, st, d) for s, st, d in todo}
         for future in as_completed(futures):
             section, student, digest = futures[future]
-            result = future.result()
+            try:
+                result = future.result()
+            except Exception as exc:  # run_job never raises; should it ever, one submission fails, not the run
+                result = JobResult(section, student, "failed", 0.0, _internal_error(exc))
             _write_ledger(course, section, student, {"fingerprint": digest, **asdict(result)})
             results.append(result)
             bar.update()
@@ -203,10 +195,10 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
             got = sum(v["auto"][0] for v in notebooks.values())
             total = sum(v["auto"][1] for v in notebooks.values())
             state = {"graded": "评分完成", "skipped": "之前已评分", "failed": "失败"}[r.status]
-            lines.append(f"{section:12s} {r.student:24s} {state:6s} 自动评分 {got:6.1f}/{total:<6.1f} {r.seconds:6.1f} s")
+            lines.append(f"{section:12s} {shown(r.student):24s} {state:6s} 自动评分 {got:6.1f}/{total:<6.1f} {r.seconds:6.1f} s")
     failed = [r for r in results if r.status == "failed"]
     for r in failed:
-        lines.append(f"失败 {r.student}/{r.section}: {r.error}")
+        lines.append(f"失败 {shown(r.student)}/{r.section}: {r.error}")
     lines.append(f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
                  f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。")
     if not DEFAULT_LIMITS.sandbox:

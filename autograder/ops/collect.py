@@ -4,7 +4,10 @@ The instructor downloads all submissions of one assignment as a zip. ``collect``
 nbgrader's ``downloaded/<section>/archive/``, runs ``nbgrader zip_collect`` (which unpacks it, nested
 zips included, into ``downloaded/<section>/extracted/`` and copies every notebook to
 ``submitted/<student>/<section>/``), then checks that every file of the download arrived or is
-reported with a reason: nothing is dropped silently.
+reported with a reason: nothing is dropped silently. Students put files into that zip, so it is
+unpacked by :mod:`autograder.ops.archives` (for ``collect`` and for nbgrader alike), which rejects
+zip bombs, paths out of the folder, links, encrypted, corrupt or too deeply nested archives, each
+reported with its reason; the rest of the class is collected.
 
 Which student a file belongs to comes from its path, by :data:`NAMED_REGEXP` (nbgrader's
 ``FileNameCollectorPlugin.named_regexp``, set in ``assignments/nbgrader_config.py``). The rule: the
@@ -50,6 +53,7 @@ class CollectReport:
     section: str
     collected: dict = field(default_factory=dict)  # student -> sorted notebook names now in submitted/
     unmatched: list = field(default_factory=list)  # (path inside the download, reason in Chinese)
+    rejected: list = field(default_factory=list)   # autograder.ops.archives.Rejected: not unpacked at all
     notes: list = field(default_factory=list)      # other things the instructor should know, in Chinese
 
 
@@ -62,11 +66,15 @@ def match(relative_path: str) -> dict | None:
     return {"student_id": m["student_id"], "notebook": os.path.splitext(m["file_id"])[0] + ".ipynb"}
 
 
-def _extract(archive: Path, into: Path) -> None:
-    """Unpack ``archive`` exactly as ``nbgrader zip_collect`` does (its own ExtractorPlugin)."""
-    from nbgrader.plugins import ExtractorPlugin
+#: the extractor ``nbgrader zip_collect`` must use (also set in assignments/nbgrader_config.py)
+EXTRACTOR = "autograder.ops.archives.SafeExtractor"
 
-    ExtractorPlugin(zip_ext=list(ARCHIVE_EXT)).extract(str(archive), str(into))
+
+def _extract(archive: Path, into: Path) -> list:
+    """Unpack ``archive`` exactly as ``nbgrader zip_collect`` does with :data:`EXTRACTOR`; the rejections."""
+    from autograder.ops.archives import extract
+
+    return extract(archive, into)
 
 
 def _digest(path: Path) -> str:
@@ -127,7 +135,7 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
         raise SystemExit(f"{archive} 是空的：用 --zip 指定从教学平台下载的压缩包，或把它放进这个文件夹")
 
     with tempfile.TemporaryDirectory() as tmp:  # see what zip_collect will find, before it copies anything
-        _extract(archive, Path(tmp))
+        report.rejected = _extract(archive, Path(tmp))
         planned, report.unmatched = plan(Path(tmp), released)
         duplicates = [u for u in report.unmatched if "重复出现" in u[1]]
         if duplicates:
@@ -142,7 +150,8 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
         expected = {key: _digest(path) for key, path in planned.items()}
 
     shutil.rmtree(download / "extracted", ignore_errors=True)  # derived from archive/: always rebuilt
-    nbgrader(["zip_collect", section, "--strict", *(["--force"] if force else [])], course)
+    nbgrader(["zip_collect", section, "--strict", f"--ZipCollectApp.extractor_plugin={EXTRACTOR}",
+              *(["--force"] if force else [])], course)
 
     for (student, notebook), digest in sorted(expected.items()):
         target = course / "submitted" / student / section / notebook
@@ -160,7 +169,10 @@ def report_lines(report: CollectReport) -> list[str]:
         lines.append(f"{report.section} 学号 {student}: 收到 {', '.join(sorted(notebooks))}")
     for path, why in report.unmatched:
         lines.append(f"未收取 {path}: {why}")
+    lines.extend(item.line() for item in report.rejected)
     n_files = sum(len(v) for v in report.collected.values())
     lines.append(f"共收取 {len(report.collected)} 位学生的 {n_files} 个笔记本；"
                  f"{len(report.unmatched)} 个文件未能归到学生名下" + ("（见上，请逐一处理）。" if report.unmatched else "。"))
+    if report.rejected:
+        lines.append(f"另有 {len(report.rejected)} 个文件或压缩包不安全或已损坏，没有解压（见上“拒收”各行）：请联系相关学生重新提交。")
     return lines

@@ -4,10 +4,15 @@
 
 * autograde: execute in the confined kernel (:class:`~autograder.confine.execute.SafeExecute`), then
   replace every graded cell's outputs with the verdict computed here (:class:`ExternalVerdict`),
-  then nbgrader's own steps (cut long output, save the grades, late penalties, metadata check).
-  The verdict must come right after execution, before anything reads a score;
+  then make the notebook inert (:class:`SanitizeOutputs`: no script or active HTML from the student
+  reaches formgrader, which renders the autograded notebook written at the end of this list), then
+  nbgrader's own steps (cut long output, save the grades, late penalties, metadata check).
+  The verdict must come right after execution, before anything reads a score; sanitising comes after
+  the verdict (which reads the kernel's raw record outputs) and keeps errors as errors, so the grades
+  saved later are the verdict's;
 * feedback: nbgrader's grades and styling, then strip the hidden tests again (nbgrader puts them
-  back into the autograded notebook by design, nbgrader issue #917).
+  back into the autograded notebook by design, nbgrader issue #917), then sanitise once more, last,
+  so the page is inert even when made from an autograded notebook this course's autograde did not write.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from nbgrader.preprocessors import (
 
 from autograder.confine.execute import SafeExecute
 from autograder.verdict.preprocessors import ExternalVerdict
+from autograder.verdict.sanitize import SanitizeOutputs
 
 AUTOGRADE_PREPROCESSORS = [
-    SafeExecute, ExternalVerdict, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+    SafeExecute, ExternalVerdict, SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
     AssignLatePenalties, CheckCellMetadata,
 ]
-FEEDBACK_PREPROCESSORS = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests]
+FEEDBACK_PREPROCESSORS = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, SanitizeOutputs]
