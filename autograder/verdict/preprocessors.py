@@ -49,9 +49,11 @@ def verdict_outputs(cell) -> list:
     errors = [o for o in cell.outputs if o.output_type == "error"]
     records = [o.data[MIME] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
                and MIME in o.get("data", {})]
-    # an error (timeout, dead kernel, a broken grade function), no record or several: zero
+    # an error (timeout, dead kernel, a broken grade function), no record or several: zero. The kernel's
+    # traceback quotes this hidden cell's source, so only the error's name and message are kept
     if errors or not records:
-        return [_stdout(f"[{exercise}] {name}: {NO_RECORD}"), *(errors[:1] or [_error("NoResultRecord", NO_RECORD)])]
+        shown = [_error(str(e.get("ename", ""))[:100], str(e.get("evalue", ""))[:300]) for e in errors[:1]]
+        return [_stdout(f"[{exercise}] {name}: {NO_RECORD}"), *(shown or [_error("NoResultRecord", NO_RECORD)])]
     if len(records) > 1:
         return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)]
     try:
