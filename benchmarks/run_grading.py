@@ -102,6 +102,8 @@ def profile_notebook(path: Path, confined: bool = False) -> dict:
             started = time.perf_counter()
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
+            if confined:  # nbclient leaves the channels of a kernel manager it was given open
+                client.kc.stop_channels()
         wall = time.perf_counter() - start
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
     durations = json.loads(text.split("BENCH", 1)[1])
