@@ -7,12 +7,54 @@ from autograder.verdict.compare import compare, tolerance
 from autograder.kernel.capture import to_inputs
 
 
-def test_tolerance_follows_dtype_and_kind():
-    assert tolerance(np.float64, "exact") == pytest.approx(1e4 * np.finfo(np.float64).eps)
-    assert tolerance(np.float32, "exact") == pytest.approx(1e4 * np.finfo(np.float32).eps)
-    assert tolerance(np.float64, "finite_difference") == pytest.approx(1e3 * np.sqrt(np.finfo(np.float64).eps))
+def test_tolerance_follows_the_reference_dtype_and_kind():
+    eps = np.finfo(np.float64).eps
+    assert tolerance("exact") == pytest.approx(1e4 * eps)
+    assert tolerance("finite_difference") == pytest.approx(1e3 * np.sqrt(eps))
+    assert tolerance("integer") == 0.0
     with pytest.raises(ValueError, match="valid: exact"):
-        tolerance(np.float64, "approximately")
+        tolerance("approximately")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_a_narrow_result_is_compared_as_the_numbers_it_holds(dtype):
+    ref = np.array([1.0 / 3.0, -2.0, 7.0])
+    narrow = ref.astype(dtype)
+    verdict = compare(narrow, ref)
+    # the same numbers as float64 get the same verdict: the dtype buys no tolerance
+    assert not verdict.passed and not compare(narrow.astype(np.float64), ref).passed
+    assert np.dtype(dtype).name in verdict.message and "精度太低" in verdict.message and "float64" in verdict.message
+    assert "0.333" not in verdict.message and "0.3333" not in verdict.message  # no expected values
+    assert "精度" not in compare(narrow.astype(np.float64), ref).message
+
+
+def test_float16_zeros_fail_like_float64_zeros():
+    ref = np.array([0.25, -1.5])
+    for zeros in (np.zeros(2, np.float16), np.zeros(2)):
+        verdict = compare(zeros, ref)
+        assert not verdict.passed and "全为零" in verdict.message
+
+
+def test_exactly_representable_narrow_result_passes():
+    ref = np.array([0.5, -2.0, 0.0])
+    assert compare(ref.astype(np.float16), ref).passed
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix, on purpose
+def test_subclasses_and_int_results_are_plain_numbers():
+    ref = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert compare(np.matrix(ref), ref).passed
+    assert not compare(np.matrix(ref * (1 + 1e-9)), ref).passed
+    assert compare(ref.astype(np.int64), ref).passed
+    assert not compare(ref.astype(np.complex128) + 1e-3j, ref).passed  # no silent drop of an imaginary part
+
+
+def test_atol_adds_to_the_relative_band():
+    ref = np.array([0.0, 0.0])
+    got = np.array([1e-13, -1e-13])
+    assert not compare(got, ref).passed  # a zero reference has no scale: exact equality
+    assert compare(got, ref, atol=1e-12).passed
+    assert not compare(got, ref, atol=1e-14).passed
 
 
 def test_exact_result_passes_and_a_small_error_fails():

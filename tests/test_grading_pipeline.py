@@ -26,9 +26,18 @@ ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "assignments"
 
 
+#: The contracts grade on "another machine": other BLAS kernels and another instruction set for XLA than
+#: the committed data was generated with (the native ones; the spread measurement of
+#: autograder.authoring.spread runs the references under neither of these combinations). The grading
+#: kernel's environment must pass these variables through.
+GRADING_MACHINE = {"OPENBLAS_CORETYPE": "Sandybridge", "XLA_FLAGS": "--xla_cpu_max_isa=AVX"}
+
+
 @pytest.mark.parametrize("section", SECTIONS)
-def test_section_contract(section, tmp_path):
+def test_section_contract(section, tmp_path, monkeypatch):
     course = scratch_course(tmp_path / "course", COURSE)
+    for name, value in GRADING_MACHINE.items():
+        monkeypatch.setenv(name, value)
     report = run_section(section, course)
 
     for exercise, (score, total) in ((nb, v["auto"]) for nb, v in report.scores["reference"].items()):
@@ -77,11 +86,20 @@ def test_every_exercise_has_a_wrong_answer_and_consistent_points(tmp_path):
 
 def test_reference_data_regenerates_identically(tmp_path):
     # The committed files were written by an earlier run (another process, often another machine), so
-    # one fresh regeneration equal to them byte for byte shows both determinism and freshness.
+    # one fresh regeneration equal to them shows both determinism and freshness. The plain regeneration
+    # keeps the committed spread (no measurement: as fast as before). On the machine that wrote them the
+    # bytes are equal; on another one the last digits of computed values may differ, so there the files
+    # must agree within each output's committed tolerance (data.disagreements; why not rounding to stable
+    # digits instead: see the comment at data.INPUT_RTOL).
     fresh = data.regenerate(out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs")
     for path in fresh:
-        for committed, new in ((data.DATA_DIR / path.name, path), (INPUTS_DIR / path.name, tmp_path / "inputs" / path.name)):
-            assert committed.read_bytes() == new.read_bytes(), f"{committed} differs: run `python -m autograder regenerate`"
+        committed = data.DATA_DIR / path.name
+        same = committed.read_bytes() == path.read_bytes() and (
+            (INPUTS_DIR / path.name).read_bytes() == (tmp_path / "inputs" / path.name).read_bytes())
+        if not same:
+            problems = data.disagreements(json.loads(committed.read_text(encoding="utf-8")),
+                                          json.loads(path.read_text(encoding="utf-8")))
+            assert not problems, f"{committed} differs: run `python -m autograder regenerate`\n" + "\n".join(problems[:20])
     assert sorted(p.name for p in INPUTS_DIR.glob("*.json")) == sorted(p.name for p in fresh)  # no orphaned inputs
 
 

@@ -1,28 +1,60 @@
-"""Regenerating the reference data: hidden inputs, reference results and known-mistake results, as JSON.
+"""Regenerating the reference data: hidden inputs, reference results, known-mistake results and tolerances, as JSON.
 
 Generated from the reference solutions by :func:`regenerate` (deterministic: the same
-bytes every time, which a test checks). Two files per exercise:
+bytes every time on one machine, which a test checks). Two files per exercise:
 
 * ``autograder/data/<exercise>.json`` (instructor-only): per check its points, how each output
-  is compared, the Chinese mistake messages, and per hidden case the inputs, expected values and
-  known-mistake values. Read by the verdict in the nbgrader process (:func:`load`), so grading
-  never re-runs or imports a reference solution (:mod:`autograder.verdict.data`);
+  is compared (kind, tolerance, and where the tolerance comes from), the Chinese mistake messages,
+  and per hidden case the inputs, expected values and known-mistake values. Read by the verdict in
+  the nbgrader process (:func:`autograder.verdict.data.load`), so grading never re-runs or imports
+  a reference solution;
 * ``autograder/kernel/inputs/<exercise>.json``: the hidden inputs alone, which the sandboxed grading
   kernel reads to call the student's function (:mod:`autograder.kernel.capture`).
+
+Tolerances belong to the check (:mod:`autograder.verdict.compare`). Per output the data stores
+
+* ``stated_rtol``: the check's own band (``Output.rtol``), or null for the kind's float64 default;
+* ``spread``: the measured spread of correct answers across machines (:mod:`autograder.authoring.spread`);
+* ``rtol`` (what the verdict uses) = max(stated band or kind default, :data:`SAFETY` x spread), and ``atol``.
+
+Measuring the spread re-runs every reference under several environments (minutes), so it is its own
+step: ``regenerate(measure=True)`` (what ``python -m autograder regenerate`` does). A plain
+``regenerate()`` keeps the spread stored in ``spread_from`` for every check whose outputs and number
+of cases are unchanged and measures only the others, so it costs one reference run.
+
+Every regeneration refuses (:class:`ToleranceError`, naming the check) a tolerance that does not
+clearly separate correct answers from a catalogued mistake: a mistake whose result on some hidden
+case lies between 1/:data:`OVERLAP` and :data:`OVERLAP` tolerances from the reference
+(:func:`tolerance_problems`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
-from autograder.authoring.registry import Check, all_checks
+from autograder.authoring import spread as spread_
+from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
-from autograder.verdict.compare import MISTAKE_MESSAGES, NONFINITE
-from autograder.verdict.data import DATA_DIR
+from autograder.verdict.compare import MISTAKE_MESSAGES, NONFINITE, tolerance
+from autograder.verdict.data import DATA_DIR, load
 
+#: the stored tolerance is at least this many times the measured spread: the variants imitate other
+#: machines but are not all of them (an AVX-512 machine reorders sums in ways an AVX2 one cannot
+#: imitate), so a correct answer elsewhere may stray a few times further than measured here.
+SAFETY = 100.0
+#: a mistake must lie more than this many tolerances from the reference wherever it differs at all
+OVERLAP = 10.0
+#: largest relative tolerance a measured spread may widen an output to; beyond it the check no longer
+#: checks digits and needs another design (a stated band, properties instead of values)
+MAX_WIDENED_RTOL = 1e-2
+
+
+class ToleranceError(ValueError):
+    """A check whose tolerance cannot tell correct answers (on any machine) from a catalogued mistake."""
 
 
 def _plain(value):
@@ -41,24 +73,111 @@ def _components(check: Check, value):
     return list(value) if len(check.outputs) > 1 else [value]
 
 
-def build_exercise_data(checks) -> dict:
-    data = {}
-    for check in checks:
-        cases = []
-        for inputs in check.cases():
-            cases.append({
-                "inputs": _plain(inputs),
-                "expected": _plain(_components(check, check.reference(**inputs))),
-                "mistakes": {name: _plain(_components(check, fn(**inputs))) for name, fn in sorted(check.mistakes.items())},
-            })
-        data[check.name] = {
-            "points": check.points,
-            "outputs": [{"label": o.label, "kind": o.kind, "rtol": o.rtol} for o in check.outputs],
-            "messages": {**{name: MISTAKE_MESSAGES[name] for name in sorted(check.mistakes) if name in MISTAKE_MESSAGES},
-                         **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {})},
-            "cases": cases,
-        }
-    return data
+def compute_cases(check: Check) -> list[dict]:
+    """Per hidden case of ``check``: its inputs, expected values and known-mistake values (JSON-ready)."""
+    return [{
+        "inputs": _plain(inputs),
+        "expected": _plain(_components(check, check.reference(**inputs))),
+        "mistakes": {name: _plain(_components(check, fn(**inputs))) for name, fn in sorted(check.mistakes.items())},
+    } for inputs in check.cases()]
+
+
+def derived_rtol(key: str, output: Output, spread: float) -> float:
+    """The stored relative tolerance of ``output``: its band (or the float64 default of its kind),
+    widened to :data:`SAFETY` x the measured ``spread`` of correct answers."""
+    if output.kind == "integer":
+        if spread:
+            raise ToleranceError(f"{key}, output {output.label!r}: an integer output differs between machines "
+                                 f"(relative spread {spread:.1e}); a correct answer would lose points elsewhere")
+        return 0.0
+    base = tolerance(output.kind) if output.rtol is None else float(output.rtol)
+    wanted = spread_.round_up(SAFETY * spread)
+    if wanted > max(base, MAX_WIDENED_RTOL):
+        raise ToleranceError(f"{key}, output {output.label!r}: correct answers spread by {spread:.1e} (relative) "
+                             f"between machines, which would need a tolerance of {wanted:.1e}; make the check stable "
+                             "(other hidden inputs, a stated band or a property) before grading with it")
+    return max(base, wanted)
+
+
+def _distance_ratio(expected, value, rtol: float, atol: float) -> float:
+    """``max|value - expected| / (rtol * max|expected| + atol)``: 1 is the edge of acceptance; inf: always caught."""
+    e, v = np.asarray(expected, dtype=np.float64), np.asarray(value, dtype=np.float64)
+    if e.shape != v.shape or not np.array_equal(np.isfinite(e), np.isfinite(v)):
+        return math.inf
+    finite = np.isfinite(e)
+    if not np.array_equal(e[~finite], v[~finite], equal_nan=True):
+        return math.inf
+    diff = float(np.max(np.abs(e[finite] - v[finite]), initial=0.0))
+    allowed = rtol * float(np.max(np.abs(e[finite]), initial=0.0)) + atol
+    if diff == 0.0:
+        return 0.0
+    return diff / allowed if allowed > 0 else math.inf
+
+
+def mistake_ratio(case: dict, name: str, outputs: list[dict]) -> float:
+    """How far mistake ``name`` lies from the reference on one hidden case, in tolerances: the largest
+    :func:`_distance_ratio` over the outputs (a case passes only when every output passes)."""
+    return max(_distance_ratio(case["expected"][j], case["mistakes"][name][j], o["rtol"], o.get("atol", 0.0))
+               for j, o in enumerate(outputs))
+
+
+def tolerance_problems(key: str, outputs: list[dict], cases: list[dict]) -> list[str]:
+    """Why the tolerances of check ``key`` (its stored ``outputs``) do not separate its catalogued mistakes.
+
+    On every hidden case a mistake must be either clearly accepted (it does not show on this case:
+    within 1/:data:`OVERLAP` of the tolerance on every output) or clearly rejected (beyond
+    :data:`OVERLAP` x the tolerance on some output); in between, a spread between machines a few
+    times larger than measured could change its verdict.
+    """
+    problems = []
+    for i, case in enumerate(cases, start=1):
+        for name in case["mistakes"]:
+            ratio = mistake_ratio(case, name, outputs)
+            if 1.0 / OVERLAP < ratio <= OVERLAP:
+                bands = ", ".join(f"{o['label']!r}: rtol {o['rtol']:.1e} (spread {o['spread']:.1e})" for o in outputs)
+                problems.append(f"hidden case {i}: mistake {name!r} lies {ratio:.3g} tolerances from the reference "
+                                f"(must be below {1 / OVERLAP:g} or above {OVERLAP:g}); {bands}")
+    return problems
+
+
+def uncaught_mistakes(key: str, spec: dict) -> list[str]:
+    """Catalogued mistakes of a stored check that pass every hidden case (they cost no points here)."""
+    names = spec["cases"][0]["mistakes"] if spec["cases"] else {}
+    return [f"{key}: mistake {name!r} passes every hidden case" for name in names
+            if all(mistake_ratio(case, name, spec["outputs"]) <= 1.0 for case in spec["cases"])]
+
+
+def check_data(check: Check, cases: list[dict], spreads: list[float]) -> dict:
+    """The stored entry of ``check``; raises :class:`ToleranceError` when its tolerances overlap a mistake."""
+    outputs = [{"label": o.label, "kind": o.kind, "stated_rtol": o.rtol, "spread": s,
+                "rtol": derived_rtol(check.key, o, s), "atol": float(o.atol)}
+               for o, s in zip(check.outputs, spreads, strict=True)]
+    problems = tolerance_problems(check.key, outputs, cases)
+    if problems:
+        raise ToleranceError(f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  "
+                             + "\n  ".join(problems))
+    return {
+        "points": check.points,
+        "outputs": outputs,
+        "messages": {**{name: MISTAKE_MESSAGES[name] for name in sorted(check.mistakes) if name in MISTAKE_MESSAGES},
+                     **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {})},
+        "cases": cases,
+    }
+
+
+def stored_spread(check: Check, n_cases: int, data_dir: Path = DATA_DIR) -> list[float] | None:
+    """The spread stored for ``check`` in ``data_dir``, if its outputs and number of cases are unchanged."""
+    path = data_dir / f"{check.exercise}.json"
+    if not path.exists():
+        return None
+    spec = json.loads(path.read_text(encoding="utf-8")).get(check.name)
+    if not spec or len(spec.get("cases", ())) != n_cases:
+        return None
+    stored = spec.get("outputs", [])
+    same = [(o.get("label"), o.get("kind"), o.get("stated_rtol", o.get("rtol")), "spread" in o) for o in stored]
+    if same != [(o.label, o.kind, o.rtol, True) for o in check.outputs]:
+        return None
+    return [float(o["spread"]) for o in stored]
 
 
 def inputs_only(data: dict) -> dict:
@@ -70,18 +189,119 @@ def serialise(data) -> str:
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
-def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR) -> list[Path]:
-    """Write ``<exercise>.json`` (data and inputs) for the given exercises (all by default); returns the data paths."""
+def _spreads(checks: list[Check], cases: dict, measure: bool, spread_from: Path, variants) -> dict:
+    spreads = {} if measure else {c.key: stored_spread(c, len(cases[c.key]), spread_from) for c in checks}
+    missing = [c for c in checks if spreads.get(c.key) is None]
+    if missing:
+        spreads.update(spread_.measure({c.key: [case["inputs"] for case in cases[c.key]] for c in missing},
+                                       {c.key: [case["expected"] for case in cases[c.key]] for c in missing}, variants))
+    return spreads
+
+
+def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR, measure: bool = False,
+               spread_from: Path = DATA_DIR, variants: dict | None = None) -> list[Path]:
+    """Write ``<exercise>.json`` (data and inputs) for the given exercises (all by default); returns the data paths.
+
+    Args:
+        measure: measure the spread of correct answers for every check (minutes); otherwise keep the
+            spread stored in ``spread_from`` where it still fits and measure only the rest.
+        variants: environments of the spread measurement (default :data:`autograder.authoring.spread.VARIANTS`).
+
+    Nothing is written when a check's tolerances are refused (:class:`ToleranceError`).
+    """
     by_exercise: dict[str, list[Check]] = {}
     for check in all_checks().values():
         by_exercise.setdefault(check.exercise, []).append(check)
+    chosen = sorted(exercises or by_exercise)
+    checks = [check for exercise in chosen for check in by_exercise[exercise]]
+    cases = {check.key: compute_cases(check) for check in checks}
+    spreads = _spreads(checks, cases, measure, spread_from, variants)
+    data = {exercise: {c.name: check_data(c, cases[c.key], spreads[c.key]) for c in by_exercise[exercise]}
+            for exercise in chosen}
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for exercise in sorted(exercises or by_exercise):
-        data = build_exercise_data(by_exercise[exercise])
+    for exercise in chosen:
         path = out_dir / f"{exercise}.json"
-        path.write_text(serialise(data), encoding="utf-8")
-        (inputs_dir / path.name).write_text(serialise(inputs_only(data)), encoding="utf-8")
+        path.write_text(serialise(data[exercise]), encoding="utf-8")
+        (inputs_dir / path.name).write_text(serialise(inputs_only(data[exercise])), encoding="utf-8")
         written.append(path)
     return written
+
+
+def tolerance_rows(data: dict) -> list[tuple]:
+    """``(check, output label, spread, rtol, nearest mistake)`` of each output in ``{exercise: data}``.
+
+    The nearest mistake is the smallest relative distance of a catalogued mistake that the tolerance
+    rejects (``nan`` when no mistake changes the output).
+    """
+    rows = []
+    for exercise, checks in sorted(data.items()):
+        for name, spec in sorted(checks.items()):
+            for j, output in enumerate(spec["outputs"]):
+                nearest = math.nan
+                for case in spec["cases"]:
+                    for values in case["mistakes"].values():
+                        ratio = _distance_ratio(case["expected"][j], values[j], output["rtol"], output.get("atol", 0.0))
+                        d = spread_.deviation(case["expected"][j], values[j])
+                        if ratio > 1.0 and not d >= nearest:
+                            nearest = d
+                rows.append((f"{exercise}.{name}", output["label"], output["spread"], output["rtol"], nearest))
+    return rows
+
+
+#: Across machines the determinism test compares within the stored tolerance instead of byte for byte.
+#: Why not round stored values to their stable digits instead: a value near a rounding boundary still
+#: rounds differently on two machines, so rounding cannot make the bytes equal, and rounding moves
+#: every expected value by up to half a unit of its last kept digit, which would eat the tolerance.
+#: Inputs are seeded draws (bit-identical everywhere) or short reference rollouts; INPUT_RTOL
+#: accepts rounding in the latter and nothing a changed generator would produce.
+INPUT_RTOL = 1e-9
+
+
+def _numbers_agree(a, b, rtol: float) -> bool:
+    """JSON values ``a`` and ``b`` equal, except that numbers may differ by ``rtol`` of their array's magnitude."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(
+            _numbers_agree(a[k], b[k], rtol) for k in a)
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    try:
+        x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged lists
+        return a == b
+    return _distance_ratio(x, y, rtol, 0.0) <= 1.0 if rtol else np.array_equal(x, y, equal_nan=True)
+
+
+def disagreements(committed: dict, fresh: dict) -> list[str]:
+    """Where a fresh regeneration of one exercise disagrees with the committed data, beyond rounding.
+
+    Points, labels, kinds, stated bands and messages must be equal; inputs agree within
+    :data:`INPUT_RTOL`; expected and mistake values within the committed tolerance of their output.
+    The measured spread (and the tolerance it gives) is a measurement of the machine that ran it, so it
+    is not compared.
+    """
+    problems = []
+    if committed.keys() != fresh.keys():
+        return [f"checks {sorted(committed)} != {sorted(fresh)}"]
+    for name, old in committed.items():
+        new = fresh[name]
+        strip = lambda outs: [{k: v for k, v in o.items() if k not in ("spread", "rtol")} for o in outs]  # noqa: E731
+        if (old["points"], old["messages"], strip(old["outputs"])) != (new["points"], new["messages"], strip(new["outputs"])):
+            problems.append(f"{name}: points, messages or output kinds differ")
+            continue
+        if len(old["cases"]) != len(new["cases"]):
+            problems.append(f"{name}: {len(old['cases'])} cases != {len(new['cases'])}")
+            continue
+        for i, (a, b) in enumerate(zip(old["cases"], new["cases"]), start=1):
+            if not _numbers_agree(a["inputs"], b["inputs"], INPUT_RTOL):
+                problems.append(f"{name}, case {i}: inputs differ")
+            if a["mistakes"].keys() != b["mistakes"].keys():
+                problems.append(f"{name}, case {i}: catalogued mistakes differ")
+                continue
+            for label, old_values, new_values in [("expected", a["expected"], b["expected"]),
+                                                  *((m, a["mistakes"][m], b["mistakes"][m]) for m in a["mistakes"])]:
+                for j, output in enumerate(old["outputs"]):
+                    if not _numbers_agree(old_values[j], new_values[j], output["rtol"]):
+                        problems.append(f"{name}, case {i}, {label}, output {output['label']!r}: beyond rtol {output['rtol']:.1e}")
+    return problems

@@ -20,6 +20,9 @@ class Output:
     label: str  # Chinese name shown in feedback, e.g. "梯度"
     kind: str = "exact"  # see autograder.verdict.compare.KINDS
     rtol: float | None = None  # overrides the kind's tolerance, e.g. a band justified by the reference run
+    atol: float = 0.0  # absolute tolerance added to rtol * max|expected| (a stated band for near-zero references)
+    # The tolerance the verdict uses is derived from these and the measured spread of correct answers
+    # across machines: autograder.authoring.regenerate.derived_rtol.
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,20 @@ def cmd_build(args):
 def cmd_regenerate(args):
     sections = _sections(args)
     exercises = sorted({c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)})
-    for path in (data.regenerate(exercises) if exercises else []):  # a written-only section has no data
+    if exercises and not args.keep_spread:
+        print(f"measuring the spread of correct answers under {len(data.spread_.VARIANTS)} environments "
+              f"({'; '.join(data.spread_.VARIANTS)}); this takes minutes")
+    written = data.regenerate(exercises, measure=not args.keep_spread) if exercises else []  # a written-only section has no data
+    stored = {path.stem: data.load(path.stem, path.parent) for path in written}
+    for path in written:
         print(f"wrote {path.relative_to(COURSE.parent)}")
+    for check, label, spread, rtol, nearest in data.tolerance_rows(stored):
+        if spread:
+            print(f"  {check} [{label}]: spread {spread:.1e}, rtol {rtol:.1e}, nearest mistake {nearest:.1e}")
+    for exercise, checks in sorted(stored.items()):
+        for name, spec in sorted(checks.items()):
+            for note in data.uncaught_mistakes(f"{exercise}.{name}", spec):
+                print(f"  note: {note}")
     cmd_build(args)
 
 
@@ -151,6 +163,9 @@ def main(argv=None):
             p.add_argument("--force", action="store_true", help="replace submissions already in submitted/")
         else:
             p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
+        if name == "regenerate":
+            p.add_argument("--keep-spread", action="store_true",
+                           help="keep the measured spread stored in autograder/data (measure only new or changed checks)")
         if name == "autograde":
             p.add_argument("--student", action="append", help="only this student (repeatable)")
             p.add_argument("--force", action="store_true", help="regrade submissions already graded")

@@ -1,12 +1,30 @@
-"""Tolerant comparison of a student's result with the reference, and feedback in Chinese.
+"""Comparing a student's result with the reference, and feedback in Chinese.
 
-Tolerances follow from the dtype and the scale of the reference: a result obtained
-exactly (AD or a closed form) must agree to ``1e4 * eps`` of its dtype relative to
-the reference's magnitude; a finite-difference result to ``1e3 * sqrt(eps)``
-(central differences lose about half the digits). When a result fails, the
-message names the likely mistake with numbers (sign, transpose, all-zero gradient,
-NaN, or a named alternative such as an off-by-one horizon) without revealing the
-hidden inputs or the expected values.
+The rule: **a tolerance belongs to the check, never to the answer.**
+
+* A result passes an output when ``max|result - expected| <= rtol * scale + atol``, where ``scale``
+  is the largest magnitude of the expected value (of that output, on that hidden case) and
+  ``rtol``/``atol`` are the output's, stored in the reference data.
+* The reference data is float64, so the default relative tolerance of each comparison kind is
+  that of a float64 reference: ``1e4 * eps`` for a result obtained exactly (AD or a closed form),
+  ``1e3 * sqrt(eps)`` for a finite-difference result (central differences lose about half the
+  digits), ``1e-3`` for ``loose``, exact equality for ``integer``. A check may state its own band
+  (``Output.rtol``/``Output.atol``) where the reference run justifies one.
+* Every stored tolerance also covers the numerical spread of *correct* answers across machines:
+  when the data is generated, the reference of each check is re-run on its hidden cases under
+  other BLAS kernels, other CPU instruction sets for XLA and numpy, and with its inputs moved
+  by a few ulps, which stands in for other correct implementations and op-by-op evaluation
+  (:mod:`autograder.authoring.spread`); the stored ``rtol`` is at least 100 times that spread,
+  and the generator refuses a check where a catalogued mistake lies between 1/10 and 10
+  tolerances from the reference on some hidden case (:mod:`autograder.authoring.regenerate`).
+* Nothing the student returns changes a tolerance: not its dtype, its shape or its class. A
+  float16 or float32 result is converted to float64 and compared as the numbers it holds; when it
+  fails, the feedback adds that its precision is too low (the course computes in float64,
+  ``cl.enable_float64()``).
+
+When a result fails, the message names the likely mistake with numbers (sign, transpose,
+all-zero gradient, NaN, or a named alternative such as an off-by-one horizon) without revealing
+the hidden inputs or the expected values.
 """
 
 from __future__ import annotations
@@ -39,11 +57,21 @@ def add_mistake_message(name: str, text: str) -> None:
     MISTAKE_MESSAGES[name] = text
 
 
-def tolerance(dtype, kind: str) -> float:
-    """Relative tolerance for a result of ``dtype`` computed in the way ``kind`` says."""
+#: what the reference data is computed and stored in; every default tolerance is this dtype's
+REFERENCE_DTYPE = np.float64
+#: float dtypes a student result may hold that cannot carry a float64 reference's digits
+_LOW_PRECISION = frozenset({"float16", "float32"})
+
+
+def tolerance(kind: str, reference_dtype=REFERENCE_DTYPE) -> float:
+    """Default relative tolerance of comparison ``kind`` against a reference of ``reference_dtype``.
+
+    Takes the REFERENCE's dtype (the data is float64), never the student's: a narrower result
+    must not buy a wider tolerance.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown comparison kind {kind!r}; valid: {', '.join(KINDS)}")
-    eps = float(np.finfo(dtype if np.issubdtype(dtype, np.floating) else np.float64).eps)
+    eps = float(np.finfo(reference_dtype).eps)
     return {"exact": 1e4 * eps, "finite_difference": 1e3 * np.sqrt(eps), "loose": 1e-3, "integer": 0.0}[kind]
 
 
@@ -57,51 +85,87 @@ class Verdict:
 
 
 def _as_array(value):
+    """``(float64 ndarray, dtype name the value held, problem)``; a plain array whatever class came in."""
     try:
         arr = np.asarray(value)
     except Exception as exc:  # student objects may refuse conversion
-        return None, f"返回值无法转换为数组（{type(exc).__name__}）。"
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        return None, f"返回值应为数值数组，得到的类型是 {type(value).__name__}。"
-    return arr, ""
+        return None, "", f"返回值无法转换为数组（{type(exc).__name__}）。"
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) or np.iscomplexobj(arr):
+        return None, "", f"返回值应为数值数组，得到的类型是 {type(value).__name__}。"
+    return np.array(arr, dtype=np.float64, subok=False), arr.dtype.name, ""
 
 
 def _rel_error(a, b, scale):
     return float(np.max(np.abs(a - b)) / scale) if a.size else 0.0
 
 
+def _precision_note(dtype_name: str) -> str:
+    if dtype_name not in _LOW_PRECISION:
+        return ""
+    return (f"另外，结果是 {dtype_name}，精度太低：本课程全部用 float64 计算（notebook 开头的 cl.enable_float64()），"
+            "请不要把数组转换成 float32/float16。")
+
+
+def _shape_message(got, exp) -> str:
+    if got.ndim == 2 and got.T.shape == exp.shape and np.allclose(got.T, exp, rtol=1e-6, atol=1e-12):
+        return f"形状为 {got.shape}，应为 {exp.shape}：雅可比矩阵被转置了（行对应输出，列对应输入）。"
+    if got.size == exp.size:
+        return f"形状为 {got.shape}，应为 {exp.shape}：元素个数对，但排列方式不对（检查 reshape/转置）。"
+    return f"形状为 {got.shape}，应为 {exp.shape}。"
+
+
+def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
+    """The likely mistake behind a failed float comparison, in Chinese ("" when none is recognised)."""
+    near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
+    if np.max(np.abs(exp)) > 0 and not np.any(got):
+        return "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
+    if near(-exp):
+        return "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
+    if exp.ndim == 2 and exp.shape[0] == exp.shape[1] and near(exp.T):
+        return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
+    for name, alt in (mistakes or {}).items():
+        if np.shape(alt) == exp.shape and near(alt):
+            return (MISTAKE_MESSAGES if messages is None else messages).get(name, f"结果与常见错误“{name}”的结果吻合。")
+    flat_e, flat_g = exp.ravel(), got.ravel()
+    mask = np.abs(flat_e) > 1e-12 * scale
+    ratios = flat_g[mask] / flat_e[mask]
+    # a constant ratio only means something when several entries share it
+    if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
+        return f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
+    return ""
+
+
 def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None,
-            rtol: float | None = None, messages: Mapping[str, str] | None = None) -> Verdict:
+            rtol: float | None = None, messages: Mapping[str, str] | None = None, atol: float = 0.0) -> Verdict:
     """Compare ``student`` with ``expected`` (arrays or scalars) and explain a mismatch.
+
+    Passes when ``max|student - expected| <= rtol * max|expected| + atol``. Both tolerances are the
+    check's (see the module docstring); the student's dtype, shape or class never changes them.
 
     Args:
         student: the student's value.
-        expected: the reference value.
-        kind: ``"exact"``, ``"finite_difference"``, ``"loose"`` (sets the tolerance) or
+        expected: the reference value (compared as float64).
+        kind: ``"exact"``, ``"finite_difference"``, ``"loose"`` (sets the default tolerance) or
             ``"integer"`` (ids, modes, counts: exact equality, no float diagnoses).
         mistakes: optional ``{name: value}`` of results a known mistake would give; names
             are keys of :data:`MISTAKE_MESSAGES`.
-        rtol: relative tolerance (to the reference's largest magnitude) replacing the one
-            ``kind`` implies; for results that are only stable within a band.
+        rtol: relative tolerance (to the reference's largest magnitude) replacing the kind's
+            default; the reference data stores one per output (derived from the kind or the
+            check's band and the measured spread of correct answers).
         messages: Chinese explanation of each mistake (default :data:`MISTAKE_MESSAGES`; the
             reference data carries its own, so grading needs no reference module).
+        atol: absolute tolerance added to ``rtol * scale`` (a check's stated band; default 0).
     """
     exp = np.asarray(expected, dtype=np.float64)
-    got, problem = _as_array(student)
+    got, dtype_name, problem = _as_array(student)
     if got is None:
         return Verdict(False, problem)
-    got_dtype = got.dtype if np.issubdtype(got.dtype, np.floating) else np.float64
-    got = got.astype(np.float64)
     if got.shape != exp.shape:
-        if got.ndim == 2 and got.T.shape == exp.shape and np.allclose(got.T, exp, rtol=1e-6, atol=1e-12):
-            return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}：雅可比矩阵被转置了（行对应输出，列对应输入）。")
-        if got.size == exp.size:
-            return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}：元素个数对，但排列方式不对（检查 reshape/转置）。")
-        return Verdict(False, f"形状为 {got.shape}，应为 {exp.shape}。")
+        return Verdict(False, _shape_message(got, exp))
     if not np.all(np.isfinite(got)):
         n_bad = int(np.sum(~np.isfinite(got)))
         hint = (messages or {}).get(NONFINITE, "检查除零、对负数开方、或发散的仿真。")
-        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：{hint}")
+        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：{hint}{_precision_note(dtype_name)}")
 
     if kind == "integer":  # ids, modes, counts: equal or not; the float diagnoses would mislead
         wrong = int(np.sum(got != exp))
@@ -110,30 +174,11 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         return Verdict(False, f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同。", float(wrong))
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
-    tol = tolerance(got_dtype, kind) if rtol is None else float(rtol)
+    tol = tolerance(kind) if rtol is None else float(rtol)
     err = _rel_error(got, exp, scale)
-    if err <= tol:
+    if exp.size == 0 or float(np.max(np.abs(got - exp))) <= tol * scale + float(atol):
         return Verdict(True, "", err)
-
-    near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
-    reason = ""
-    if np.max(np.abs(exp)) > 0 and not np.any(got):
-        reason = "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
-    elif near(-exp):
-        reason = "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
-    elif exp.ndim == 2 and exp.shape[0] == exp.shape[1] and near(exp.T):
-        reason = "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
-    else:
-        for name, alt in (mistakes or {}).items():
-            if np.shape(alt) == exp.shape and near(alt):
-                reason = (MISTAKE_MESSAGES if messages is None else messages).get(name, f"结果与常见错误“{name}”的结果吻合。")
-                break
-    if not reason:
-        flat_e, flat_g = exp.ravel(), got.ravel()
-        mask = np.abs(flat_e) > 1e-12 * scale
-        ratios = flat_g[mask] / flat_e[mask]
-        # a constant ratio only means something when several entries share it
-        if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
-            reason = f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
-    detail = f"相对误差 {err:.2e}，允许 {tol:.1e}。"
-    return Verdict(False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。"), err)
+    reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
+    allowed = f"允许 {tol:.1e}" + (f"（另加绝对误差 {float(atol):.1e}）" if atol else "")
+    detail = f"相对误差 {err:.2e}，{allowed}。"
+    return Verdict(False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err)
