@@ -26,6 +26,9 @@ from autograder.authoring.reference import WRONG_ANSWERS
 from autograder.ops.selftest import _solution_sources, graded_cell_text, make_submission, scratch_course
 from autograder.authoring.sources import build_all
 
+# the module fixture grades once, on one xdist worker (it would otherwise run on each)
+pytestmark = pytest.mark.xdist_group("classrun")
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
 

@@ -30,6 +30,9 @@ from autograder.ops.reports import (check_feedback, check_feedback_html, data_va
 from autograder.ops.selftest import _solution_sources, make_submission, scratch_course
 from autograder.authoring.sources import build_all
 
+# the module fixture grades once, on one xdist worker (it would otherwise run on each)
+pytestmark = pytest.mark.xdist_group("collect")
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
 HONEST, WRONG, STRAY = "2021001", "2021002", "2021003"

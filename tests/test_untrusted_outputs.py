@@ -29,6 +29,9 @@ from autograder.ops.selftest import _solution_sources, make_submission, scratch_
 from autograder.verdict.markup import PLAIN_TEXT_NOTE
 from autograder.verdict.sanitize import BROKEN, INERT_MIMETYPES, SanitizeOutputs, sanitize_notebook
 
+# the module fixture grades once, on one xdist worker (it would otherwise run on each)
+pytestmark = pytest.mark.xdist_group("untrusted_outputs")
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE, CELL, ANSWER = "s04_1", "s04_1_ex1", "fd_grad_answer", "answer_dimension"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
