@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from autograder.confine.limits import DEFAULT_LIMITS, Limits, grading_env
+from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
 
 _PR_SET_PDEATHSIG = 1
@@ -202,5 +202,5 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
     lines.append(f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
                  f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。")
     if not DEFAULT_LIMITS.sandbox:
-        lines.append("警告：S04_GRADING_SANDBOX=off，评分内核没有沙箱，学生代码可以读取参考数据：这次评分不防作弊。")
+        lines.append(SANDBOX_OFF_WARNING)
     return lines
