@@ -80,8 +80,10 @@ from course_lib.estimators import (
     adaptive_alpha,
     adaptive_aobg,
     aobg,
+    confidence_width,
     fobg,
     gradient_samples,
+    ivw_aobg,
     zobg,
 )
 from course_lib.health import TrainingHealth, contact_summary, first_nonfinite_record, health_record, stack_records

@@ -22,6 +22,11 @@ exchanged: for the Heaviside step :math:`H` it is exactly zero although
 differentiable simulator sees the derivative inside a contact mode, never the motion of
 the mode boundary.
 
+How to mix the two: :func:`adaptive_aobg` chooses α as Suh et al. do (least variance subject to
+a bias bound certified by a Bernstein confidence width on independent draws, with δ a failure
+probability), and :func:`ivw_aobg` weights each component by inverse variance without a bias guard
+(the variance control Onoda et al. 2026, arXiv:2604.18161, find dominant in practice).
+
 Every estimator evaluates the batch with ``vmap``, takes an explicit PRNG ``key`` and
 returns the estimate together with its per-component sample standard error
 :math:`s_j/\sqrt N` (:math:`s_j` the sample standard deviation of the per-sample terms).
@@ -256,14 +261,56 @@ def aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, alpha) -> Grad
     return GradientEstimate(unravel(mean), unravel(se), alpha)
 
 
-def adaptive_alpha(samples: GradientSamples, *, gamma, delta=0.05) -> jax.Array:
-    r"""Suh et al.'s choice of α: least variance subject to a bias bound.
+#: confidence widths :func:`adaptive_alpha` can use (see :func:`confidence_width`)
+WIDTHS = ("bernstein", "chebyshev")
+
+
+def confidence_width(total_variance, n_samples, *, delta, dim=1, bound=None, rule="bernstein") -> jax.Array:
+    r"""Half-width :math:`\varepsilon` with :math:`P(\|\bar g - \mathbb E\,\bar g\| > \varepsilon) \le \delta`.
+
+    For the mean :math:`\bar g` of :math:`N` independent samples in :math:`\mathbb R^d` with total
+    variance :math:`\sigma^2 = \mathbb E\|g_i - \mathbb E g\|^2` (trace of the covariance):
+
+    * ``"bernstein"`` (Suh et al. 2022, their code's ``compute_confidence_interval``): the vector
+      Bernstein inequality with :math:`\|g_i - \mathbb E g\| \le L` almost surely,
+      :math:`P(\|\bar g-\mathbb E\bar g\|\ge\varepsilon)\le(d+1)\exp\!\big(-\tfrac{N\varepsilon^2/2}{\sigma^2+L\varepsilon/3}\big)`,
+      solved for :math:`\varepsilon` and bounded above by
+
+      .. math:: \varepsilon = \sqrt{\frac{2\sigma^2\ln((d+1)/\delta)}{N}} + \frac{2L}{3N}\ln\frac{d+1}{\delta};
+
+    * ``"chebyshev"``: :math:`\varepsilon = \sqrt{\sigma^2/(N\delta)}` (needs no bound :math:`L`, but is
+      wide for small :math:`\delta`).
+
+    Args:
+        total_variance: :math:`\sigma^2 \ge 0`, scalar.
+        n_samples: :math:`N`.
+        delta: failure probability :math:`\delta\in(0, 1)` (not a confidence level: 0.05, not 0.95).
+        dim: :math:`d`, the dimension of one sample (Bernstein only).
+        bound: :math:`L` (Bernstein only), scalar.
+        rule: ``"bernstein"`` or ``"chebyshev"``.
+
+    Returns:
+        :math:`\varepsilon`, scalar.
+    """
+    if rule not in WIDTHS:
+        raise ValueError(f"confidence_width: rule must be one of {WIDTHS}, got {rule!r}")
+    if rule == "chebyshev":
+        return jnp.sqrt(total_variance / (n_samples * delta))
+    if bound is None:
+        raise ValueError("confidence_width: the Bernstein width needs the bound L of |g_i - E g|")
+    log_term = jnp.log((dim + 1) / delta)
+    return jnp.sqrt(2.0 * total_variance * log_term / n_samples) + 2.0 * bound * log_term / (3.0 * n_samples)
+
+
+def adaptive_alpha(samples: GradientSamples, zeroth: GradientSamples | None = None, *, gamma, delta=0.05,
+                   width="bernstein", bound=None) -> jax.Array:
+    r"""Suh et al.'s choice of α: least variance subject to a bias bound (their ``bias_constrained_aobg``).
 
     With the empirical total variances :math:`\hat\sigma_1^2,\ \hat\sigma_0^2` (trace of the
-    sample covariance of the first- and zeroth-order terms), the variance-minimising weight is
-    :math:`\alpha^* = \hat\sigma_0^2/(\hat\sigma_0^2 + \hat\sigma_1^2)`. ZoBG is unbiased, so
-    by Chebyshev :math:`\|\bar g^{[0]} - \nabla F\| \le \varepsilon = \sqrt{\hat\sigma_0^2/(N\delta)}`
-    with probability about :math:`1-\delta`, and
+    sample covariance of the first- and zeroth-order terms), the variance-minimising weight of two
+    independent means is :math:`\alpha^* = \hat\sigma_0^2/(\hat\sigma_0^2 + \hat\sigma_1^2)`. ZoBG is
+    unbiased, so :math:`\|\bar g^{[0]} - \nabla F\| \le \varepsilon` with probability at least
+    :math:`1-\delta` (:func:`confidence_width`), and
 
     .. math:: \|\bar g^{[\alpha]} - \nabla F\| \le \alpha\,B + \varepsilon,\qquad B = \|\bar g^{[1]} - \bar g^{[0]}\|.
 
@@ -279,40 +326,69 @@ def adaptive_alpha(samples: GradientSamples, *, gamma, delta=0.05) -> jax.Array:
     A large gap :math:`B` between the two estimates (a discontinuity or a stiff contact
     inside the smoothing radius) thus pushes α towards 0.
 
+    As in the authors' code, the first- and zeroth-order means should come from independent
+    samples: pass the zeroth-order draw as ``zeroth`` (:func:`adaptive_aobg` does). With
+    ``zeroth=None`` both come from ``samples`` (shared noise; the variance formula for α* then
+    ignores their correlation).
+
     Args:
-        samples: from :func:`gradient_samples`.
+        samples: from :func:`gradient_samples`; its first-order terms (and zeroth-order ones if
+            ``zeroth`` is None) are used.
+        zeroth: an independent draw from :func:`gradient_samples` for the zeroth-order terms.
         gamma: tolerated error :math:`\gamma > 0` of the combined estimate (same units as the gradient).
         delta: failure probability :math:`\delta\in(0, 1)` of the confidence bound.
+        width: ``"bernstein"`` (the authors' rule, default) or ``"chebyshev"``.
+        bound: :math:`L` of the Bernstein width, a bound on :math:`\|g^{[0]}_i - \mathbb E g^{[0]}\|`. The
+            authors pass a constant (``L=10`` by default); ``None`` uses the largest observed deviation
+            :math:`\max_i\|g^{[0]}_i - \bar g^{[0]}\|`, a plug-in value, not a guarantee.
 
     Returns:
         α, scalar in ``[0, 1]``.
     """
     _check_gamma_delta(gamma, delta, "adaptive_alpha")
-    g1, g0 = samples.first_order, samples.zeroth_order
-    n = g1.shape[0]
+    g1 = samples.first_order
+    g0 = (samples if zeroth is None else zeroth).zeroth_order
+    n0, dim = g0.shape
+    mean0 = jnp.mean(g0, axis=0)
     var1 = jnp.sum(jnp.var(g1, axis=0, ddof=1))
     var0 = jnp.sum(jnp.var(g0, axis=0, ddof=1))
     total = var0 + var1
     alpha_star = jnp.where(total > 0, var0 / jnp.where(total > 0, total, 1.0), 1.0)
-    eps = jnp.sqrt(var0 / (n * delta))
-    gap = jnp.linalg.norm(jnp.mean(g1, axis=0) - jnp.mean(g0, axis=0))
+    if width == "bernstein" and bound is None:
+        bound = jnp.max(jnp.linalg.norm(g0 - mean0, axis=1))
+    eps = confidence_width(var0, n0, delta=delta, dim=dim, bound=bound, rule=width)
+    gap = jnp.linalg.norm(jnp.mean(g1, axis=0) - mean0)
     room = gamma - eps
     capped = jnp.where(gap > 0, room / jnp.where(gap > 0, gap, 1.0), 1.0)
     alpha = jnp.where(room < 0, 0.0, jnp.where(alpha_star * gap <= room, alpha_star, capped))
     return jnp.clip(alpha, 0.0, 1.0).astype(g1.dtype)
 
 
-def adaptive_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma, delta=0.05) -> GradientEstimate:
+def _combined(alpha, first_order, zeroth_order):
+    """Mean and standard error of ``alpha * mean(first) + (1 - alpha) * mean(zeroth)`` from independent draws."""
+    m1, se1 = _mean_stderr(first_order)
+    m0, se0 = _mean_stderr(zeroth_order)
+    return alpha * m1 + (1 - alpha) * m0, jnp.sqrt((alpha * se1) ** 2 + ((1 - alpha) * se0) ** 2)
+
+
+def adaptive_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma, delta=0.05,
+                  width="bernstein", bound=None) -> GradientEstimate:
     r"""α-order batched gradient with α from :func:`adaptive_alpha` (Suh et al. 2022).
+
+    As in the authors' code, the first- and zeroth-order means come from two independent draws of
+    ``n_samples`` each (``key`` is split), so the combined estimate costs :math:`2N` loss evaluations
+    and :math:`N` gradients, and its standard error is
+    :math:`\sqrt{\alpha^2 s_1^2 + (1-\alpha)^2 s_0^2}` per component.
 
     Args:
         loss_fn: differentiable ``L(theta) -> scalar``.
         theta: array or pytree.
         key: PRNG key.
         sigma: smoothing standard deviation, :math:`\sigma > 0`.
-        n_samples: :math:`N \ge 2` (static).
+        n_samples: :math:`N \ge 2` per draw (static).
         gamma: tolerated error of the estimate, :math:`\gamma > 0`.
         delta: failure probability of the confidence bound, in ``(0, 1)``.
+        width, bound: the confidence width of :func:`adaptive_alpha`.
 
     Returns:
         :class:`GradientEstimate` whose ``alpha`` is the chosen weight.
@@ -320,7 +396,45 @@ def adaptive_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma
     owner = "adaptive_aobg"
     _check_gamma_delta(gamma, delta, owner)
     flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
-    samples = GradientSamples(*_draw(flat_fn, flat, key, sigma, n_samples, True))
-    alpha = adaptive_alpha(samples, gamma=gamma, delta=delta)
-    mean, se = _mean_stderr(alpha * samples.first_order + (1 - alpha) * samples.zeroth_order)
+    key_first, key_zeroth = jax.random.split(key)
+    first = GradientSamples(*_draw(flat_fn, flat, key_first, sigma, n_samples, True))
+    zeroth = GradientSamples(*_draw(flat_fn, flat, key_zeroth, sigma, n_samples, False))
+    alpha = adaptive_alpha(first, zeroth, gamma=gamma, delta=delta, width=width, bound=bound)
+    mean, se = _combined(alpha, first.first_order, zeroth.zeroth_order)
     return GradientEstimate(unravel(mean), unravel(se), alpha)
+
+
+def ivw_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEstimate:
+    r"""Inverse-variance-weighted combination of FoBG and ZoBG, component by component.
+
+    With independent draws and per-component sample variances :math:`v_{1,j}, v_{0,j}`,
+
+    .. math:: \alpha_j = \frac{v_{0,j}}{v_{0,j} + v_{1,j}},\qquad
+        \hat g_j = \alpha_j\,\bar g^{[1]}_j + (1-\alpha_j)\,\bar g^{[0]}_j,
+
+    the weights that minimise the variance of each component. This is the variance control that
+    Onoda et al. (2026) apply per time step (their IVW-H); unlike :func:`adaptive_aobg` there is no
+    bias guard, so where FoBG is biased (a step inside the smoothing radius, whose FoBG has zero
+    variance) the estimate inherits that bias in full.
+
+    Args:
+        loss_fn: differentiable ``L(theta) -> scalar``.
+        theta: array or pytree.
+        key: PRNG key (split into the two draws).
+        sigma: smoothing standard deviation, :math:`\sigma > 0`.
+        n_samples: :math:`N \ge 2` per draw (static).
+
+    Returns:
+        :class:`GradientEstimate` whose ``alpha`` has the structure of ``theta`` (one weight per component).
+    """
+    owner = "ivw_aobg"
+    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    key_first, key_zeroth = jax.random.split(key)
+    first = GradientSamples(*_draw(flat_fn, flat, key_first, sigma, n_samples, True))
+    zeroth = GradientSamples(*_draw(flat_fn, flat, key_zeroth, sigma, n_samples, False))
+    v1 = jnp.var(first.first_order, axis=0, ddof=1)
+    v0 = jnp.var(zeroth.zeroth_order, axis=0, ddof=1)
+    total = v0 + v1
+    alpha = jnp.where(total > 0, v0 / jnp.where(total > 0, total, 1.0), 0.5)
+    mean, se = _combined(alpha, first.first_order, zeroth.zeroth_order)
+    return GradientEstimate(unravel(mean), unravel(se), unravel(alpha))

@@ -96,7 +96,8 @@ HOST_SIDE = {
 # Public functions whose jit/vmap/grad tests live in their module's own test file
 # (they compile whole training loops; repeating them here would only cost CI time).
 COVERED_IN_MODULE_TESTS = {
-    "test_estimators.py": {"gradient_samples", "fobg", "zobg", "aobg", "adaptive_alpha", "adaptive_aobg"},
+    "test_estimators.py": {"gradient_samples", "fobg", "zobg", "aobg", "adaptive_alpha", "adaptive_aobg",
+                           "ivw_aobg", "confidence_width"},
     "test_sysid.py": {"sysid_loss", "fit_parameters", "identifiability", "multisine", "friction_balance_force"},
     "test_shac.py": {
         "wall_dynamics", "wall_task", "init_mlp", "mlp_policy", "quadratic_features",

@@ -1,5 +1,7 @@
 """Batched gradient estimators (S04.4.4): FoBG, ZoBG, the α-order mix and its adaptive α."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,8 +13,10 @@ from course_lib.estimators import (
     adaptive_alpha,
     adaptive_aobg,
     aobg,
+    confidence_width,
     fobg,
     gradient_samples,
+    ivw_aobg,
     zobg,
 )
 
@@ -88,6 +92,70 @@ def test_adaptive_alpha_trusts_gradients_only_where_they_are_unbiased():
     assert float(adaptive_alpha(s, gamma=1e-6)) == 0.0
 
 
+def _phi(a):
+    return np.exp(-0.5 * a * a) / np.sqrt(2 * np.pi)
+
+
+def _upper_tail(a):  # 1 - Phi(a) = Phi(-a)
+    return 0.5 * math.erfc(a / np.sqrt(2))
+
+
+@pytest.mark.parametrize("theta", [-0.3, 0.0, 0.4])
+def test_zobg_variance_of_the_smoothed_heaviside_has_its_closed_form(theta):
+    # per-sample term t = (H(theta + w) - H(theta)) w / sigma^2 is nonzero only beyond the step, so with
+    # a = |theta| / sigma: E t = phi(a) / sigma (the smoothed derivative) and
+    # E t^2 = (a phi(a) + Phi(-a)) / sigma^2 (the second moment of a standard normal's tail)
+    a = abs(theta) / SIGMA
+    variance = (a * _phi(a) + _upper_tail(a)) / SIGMA**2 - (_phi(a) / SIGMA) ** 2
+    s = gradient_samples(heaviside, jnp.array([theta]), KEY, sigma=SIGMA, n_samples=40_000)
+    sample_variance = float(jnp.var(s.zeroth_order[:, 0], ddof=1))
+    assert abs(sample_variance / variance - 1) < 0.05
+    assert float(jnp.max(jnp.abs(s.first_order))) == 0.0  # FoBG's terms: identically zero
+
+
+def test_bernstein_width_is_the_authors_formula_and_satisfies_the_inequality():
+    for var, n, d, bound, delta in ((0.7, 100, 1, 2.0, 0.05), (12.0, 1000, 5, 30.0, 0.01), (1e-3, 20, 3, 0.1, 0.2)):
+        eps = float(confidence_width(var, n, delta=delta, dim=d, bound=bound))
+        log_term = math.log((d + 1) / delta)
+        assert eps == pytest.approx(math.sqrt(2 * var * log_term / n) + 2 * bound * log_term / (3 * n), rel=1e-12)
+        # the vector Bernstein tail at eps is at most delta (the closed form over-approximates the root)
+        tail = (d + 1) * math.exp(-(n * eps**2 / 2) / (var + bound * eps / 3))
+        assert tail <= delta * (1 + 1e-12)
+        assert float(confidence_width(var, n, delta=delta, rule="chebyshev")) == pytest.approx(math.sqrt(var / (n * delta)))
+    with pytest.raises(ValueError, match="needs the bound"):
+        confidence_width(1.0, 10, delta=0.05)
+    with pytest.raises(ValueError, match="rule must be one of"):
+        confidence_width(1.0, 10, delta=0.05, bound=1.0, rule="hoeffding")
+
+
+def test_adaptive_aobg_uses_independent_draws_as_the_authors_do():
+    est = adaptive_aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=300, gamma=0.5, bound=50.0)
+    k1, k0 = jax.random.split(KEY)
+    first = gradient_samples(quadratic, THETA, k1, sigma=0.3, n_samples=300)
+    zeroth = gradient_samples(quadratic, THETA, k0, sigma=0.3, n_samples=300)
+    alpha = adaptive_alpha(first, zeroth, gamma=0.5, bound=50.0)
+    np.testing.assert_allclose(est.alpha, alpha, rtol=1e-12)
+    np.testing.assert_allclose(est.grad, alpha * first.first_order.mean(0) + (1 - alpha) * zeroth.zeroth_order.mean(0),
+                               rtol=1e-12)
+    # a wider (Chebyshev, small delta) width leaves less room for the first-order part
+    tight = adaptive_alpha(first, zeroth, gamma=0.5, bound=50.0, delta=0.2)
+    wide = adaptive_alpha(first, zeroth, gamma=0.5, width="chebyshev", delta=0.001)
+    assert float(wide) <= float(tight)
+
+
+def test_inverse_variance_weights_minimise_the_variance_but_keep_the_bias():
+    smooth = ivw_aobg(quadratic, THETA, KEY, sigma=0.3, n_samples=4000)
+    fo = fobg(quadratic, THETA, KEY, sigma=0.3, n_samples=4000)
+    zo = zobg(quadratic, THETA, KEY, sigma=0.3, n_samples=4000)
+    z = (np.asarray(smooth.grad) - np.asarray(A @ THETA + B)) / np.asarray(smooth.stderr)
+    assert np.all(np.abs(z) < 4)  # unbiased on a smooth loss
+    assert np.all(np.asarray(smooth.stderr) <= 1.05 * np.minimum(np.asarray(fo.stderr), np.asarray(zo.stderr)))
+    assert np.all((np.asarray(smooth.alpha) > 0.5) & (np.asarray(smooth.alpha) <= 1.0))
+    # on the step FoBG is exactly zero with zero variance: all weight goes to it, and so does its bias
+    step = ivw_aobg(heaviside, jnp.array([0.0]), KEY, sigma=SIGMA, n_samples=2000)
+    assert float(step.alpha[0]) == 1.0 and float(step.grad[0]) == 0.0
+
+
 def test_pytree_theta_keeps_its_structure():
     theta = {"a": jnp.array([0.3, -0.2]), "b": jnp.array(1.0)}
 
@@ -108,9 +176,11 @@ def test_pytree_theta_keeps_its_structure():
         lambda t, k: zobg(quadratic, t, k, sigma=0.3, n_samples=64),
         lambda t, k: aobg(quadratic, t, k, sigma=0.3, n_samples=64, alpha=0.4),
         lambda t, k: adaptive_aobg(quadratic, t, k, sigma=0.3, n_samples=64, gamma=1.0),
+        lambda t, k: adaptive_aobg(quadratic, t, k, sigma=0.3, n_samples=64, gamma=1.0, width="chebyshev"),
+        lambda t, k: ivw_aobg(quadratic, t, k, sigma=0.3, n_samples=64),
         lambda t, k: gradient_samples(quadratic, t, k, sigma=0.3, n_samples=64),
     ],
-    ids=["fobg", "zobg", "aobg", "adaptive_aobg", "gradient_samples"],
+    ids=["fobg", "zobg", "aobg", "adaptive_aobg", "adaptive_aobg_chebyshev", "ivw_aobg", "gradient_samples"],
 )
 def test_jit_vmap_grad(fn):
     eager = fn(THETA, KEY)
