@@ -95,8 +95,10 @@ def test_typical_mistakes_are_named_without_revealing_the_reference(student, fra
 def test_named_alternative_is_recognised():
     ref = np.array([1.0, 2.0, 4.0])
     alt = np.array([1.0, 2.0, 5.0])
-    verdict = compare(alt, ref, mistakes={"horizon_plus_one": alt})
-    assert "多算一步" in verdict.message
+    verdict = compare(alt, ref, mistakes={"horizon_plus_one": alt}, messages={"horizon_plus_one": "多算一步了。"})
+    assert "多算一步了。" in verdict.message
+    # the data carries each mistake's message; without one the feedback still says a known mistake matched
+    assert "已知的错误做法" in compare(alt, ref, mistakes={"horizon_plus_one": alt}).message
 
 
 def test_boolean_masks_compare_exactly():

@@ -39,7 +39,8 @@ import numpy as np
 from autograder.authoring import spread as spread_
 from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
-from autograder.verdict.compare import MISTAKE_MESSAGES, NONFINITE, tolerance
+from autograder.authoring.sources import check_points
+from autograder.verdict.compare import NONFINITE, tolerance
 from autograder.verdict.data import DATA_DIR, load
 
 #: the stored tolerance is at least this many times the measured spread: the variants imitate other
@@ -78,7 +79,7 @@ def compute_cases(check: Check) -> list[dict]:
     return [{
         "inputs": _plain(inputs),
         "expected": _plain(_components(check, check.reference(**inputs))),
-        "mistakes": {name: _plain(_components(check, fn(**inputs))) for name, fn in sorted(check.mistakes.items())},
+        "mistakes": {name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())},
     } for inputs in check.cases()]
 
 
@@ -147,8 +148,9 @@ def uncaught_mistakes(key: str, spec: dict) -> list[str]:
             if all(mistake_ratio(case, name, spec["outputs"]) <= 1.0 for case in spec["cases"])]
 
 
-def check_data(check: Check, cases: list[dict], spreads: list[float]) -> dict:
-    """The stored entry of ``check``; raises :class:`ToleranceError` when its tolerances overlap a mistake."""
+def check_data(check: Check, cases: list[dict], spreads: list[float], points: float) -> dict:
+    """The stored entry of ``check`` (worth ``points``, as its graded cell says); raises
+    :class:`ToleranceError` when its tolerances overlap a mistake."""
     outputs = [{"label": o.label, "kind": o.kind, "stated_rtol": o.rtol, "spread": s,
                 "rtol": derived_rtol(check.key, o, s), "atol": float(o.atol)}
                for o, s in zip(check.outputs, spreads, strict=True)]
@@ -157,9 +159,9 @@ def check_data(check: Check, cases: list[dict], spreads: list[float]) -> dict:
         raise ToleranceError(f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  "
                              + "\n  ".join(problems))
     return {
-        "points": check.points,
+        "points": points,
         "outputs": outputs,
-        "messages": {**{name: MISTAKE_MESSAGES[name] for name in sorted(check.mistakes) if name in MISTAKE_MESSAGES},
+        "messages": {**{name: m.message for name, m in sorted(check.mistakes.items())},
                      **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {})},
         "cases": cases,
     }
@@ -216,8 +218,13 @@ def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPU
     checks = [check for exercise in chosen for check in by_exercise[exercise]]
     cases = {check.key: compute_cases(check) for check in checks}
     spreads = _spreads(checks, cases, measure, spread_from, variants)
-    data = {exercise: {c.name: check_data(c, cases[c.key], spreads[c.key]) for c in by_exercise[exercise]}
-            for exercise in chosen}
+    data = {}
+    for exercise in chosen:
+        points = check_points(exercise)
+        if points.keys() != {c.name for c in by_exercise[exercise]}:
+            raise ValueError(f"{exercise}: the graded cells grade {sorted(points)}, the spec declares "
+                             f"{sorted(c.name for c in by_exercise[exercise])}")
+        data[exercise] = {c.name: check_data(c, cases[c.key], spreads[c.key], points[c.name]) for c in by_exercise[exercise]}
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -1,16 +1,25 @@
-"""The graded checks: which student function is called on which hidden inputs.
+"""Exercise specs: one declarative :class:`Exercise` per notebook.
 
-Each :class:`Check` names the exercise and the student function, the points it is
-worth, how its hidden cases are drawn (seeded, so reference data regenerates
-identically), the reference implementation and the known mistakes whose results
-the feedback can recognise. Reference implementations live in
-``autograder/authoring/reference/`` and never reach students.
+An exercise spec says everything the grader knows about one notebook, and only what the
+notebook itself does not say:
+
+* its graded :class:`Check` s: which student function is called on which hidden inputs (seeded,
+  so reference data regenerates identically), the reference implementation, how each returned
+  component is compared, and the known mistakes, each a :class:`Mistake` carrying its own Chinese
+  message;
+* the constants the reference shares with the notebook's ``setup`` cell (a test compares them);
+* plausible :class:`WrongAnswer` s, as exact-once edits of the notebook's own solution cells.
+
+Points are not here: they are the ``points`` of the graded cell that calls the check, in the
+source ``.md`` (:func:`autograder.authoring.sources.check_points`). Specs live in
+``autograder/authoring/reference/<section>.py`` (``EXERCISES``) and never reach students.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -26,29 +35,45 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A known mistake: what it returns (``fn(**inputs)``, same shape as the reference) and the Chinese
+    message the feedback shows when a result matches it."""
+
+    message: str
+    fn: Callable
+
+    def __post_init__(self):
+        if not self.message.strip():
+            raise ValueError("a mistake needs a message")
+
+
+@dataclass(frozen=True)
 class Check:
     """A graded check of one student function.
 
     Attributes:
-        exercise: notebook id, e.g. ``"s04_1_ex1"``.
-        name: the student function's name.
-        points: points of the graded cell that runs this check.
+        name: the student function's name (the graded cell calls ``autograder.grade(exercise, name, fn)``).
         cases: ``() -> [dict of keyword inputs]``; deterministic.
         reference: ``reference(**inputs)`` -> value, or tuple of values matching ``outputs``.
         outputs: how each returned component is compared (one entry if not a tuple).
-        mistakes: ``{mistake name: fn(**inputs)}`` giving what a known mistake returns.
+        mistakes: ``{mistake name: Mistake}``.
         nonfinite_hint: Chinese explanation added to the feedback when a result holds NaN/Inf
             (e.g. why a naive formula overflows on this check's hidden inputs).
+        exercise: notebook id, filled in by the :class:`Exercise` that holds the check.
     """
 
-    exercise: str
     name: str
-    points: float
     cases: Callable[[], Sequence[dict]]
     reference: Callable
     outputs: Sequence[Output] = (Output("结果"),)
-    mistakes: Mapping[str, Callable] = field(default_factory=dict)
+    mistakes: Mapping[str, Mistake] = field(default_factory=dict)
     nonfinite_hint: str = ""
+    exercise: str = ""
+
+    def __post_init__(self):
+        for name, mistake in self.mistakes.items():
+            if not isinstance(mistake, Mistake):
+                raise TypeError(f"check {self.name}: mistake {name!r} must be a Mistake(message, fn)")
 
     @property
     def key(self) -> str:
@@ -57,35 +82,63 @@ class Check:
 
 @dataclass(frozen=True)
 class WrongAnswer:
-    """A plausible wrong submission: solution-cell sources by grade_id, and a fragment the feedback must contain."""
+    """A plausible wrong submission, written as edits of the exercise's own solution cells.
 
-    cells: Mapping[str, str]
+    Attributes:
+        feedback_contains: a fragment the feedback on this submission must contain.
+        edits: ``{grade_id: [(old, new), ...]}``; each ``old`` occurs exactly once in that solution
+            cell (as the source notebook holds it, without the solution markers).
+        keep: solution cells handed in as solved; every other solution cell stays as released (blank).
+        exercise: notebook id, filled in by the :class:`Exercise`.
+    """
+
     feedback_contains: str
+    edits: Mapping[str, Sequence[tuple[str, str]]]
+    keep: Sequence[str] = ()
+    exercise: str = ""
+
+    @property
+    def cells(self) -> dict[str, str]:
+        """``{grade_id: source}`` of the solution cells this submission hands in."""
+        from autograder.authoring.sources import edited_solution, solution_cell
+
+        cells = {gid: solution_cell(self.exercise, gid) for gid in self.keep}
+        cells.update({gid: edited_solution(self.exercise, gid, pairs) for gid, pairs in self.edits.items()})
+        return cells
 
 
-CHECKS: dict[str, Check] = {}
+@dataclass(frozen=True)
+class Exercise:
+    """Everything the grader declares about one notebook (see the module docstring)."""
+
+    id: str
+    checks: Sequence[Check]
+    wrong_answers: Sequence[WrongAnswer] = ()
+    constants: Mapping[str, Any] = field(default_factory=dict)  # name in the setup cell -> value
+
+    def __post_init__(self):
+        names = [c.name for c in self.checks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.id}: a check is declared twice in {names}")
+        object.__setattr__(self, "checks", tuple(dataclasses.replace(c, exercise=self.id) for c in self.checks))
+        object.__setattr__(self, "wrong_answers",
+                           tuple(dataclasses.replace(w, exercise=self.id) for w in self.wrong_answers))
 
 
-def register(*checks: Check) -> None:
-    for check in checks:
-        if check.key in CHECKS:
-            raise ValueError(f"check {check.key} registered twice")
-        CHECKS[check.key] = check
+def exercises() -> dict[str, Exercise]:
+    """Every exercise spec, by notebook id."""
+    from autograder.authoring.reference import EXERCISES
 
-
-def get_check(exercise: str, name: str) -> Check:
-    _load_all()
-    try:
-        return CHECKS[f"{exercise}.{name}"]
-    except KeyError:
-        raise KeyError(f"no graded check {exercise}.{name}; known: {', '.join(sorted(CHECKS))}") from None
+    return dict(EXERCISES)
 
 
 def all_checks() -> dict[str, Check]:
-    _load_all()
-    return dict(CHECKS)
+    return {check.key: check for spec in exercises().values() for check in spec.checks}
 
 
-def _load_all() -> None:
-    # Importing the reference modules registers their checks.
-    from autograder.authoring.reference import SECTIONS  # noqa: F401
+def get_check(exercise: str, name: str) -> Check:
+    checks = all_checks()
+    try:
+        return checks[f"{exercise}.{name}"]
+    except KeyError:
+        raise KeyError(f"no graded check {exercise}.{name}; known: {', '.join(sorted(checks))}") from None

@@ -8,10 +8,14 @@ matters (``grade_id``, ``solution``, ``grade``, ``points``, ``locked``).
 
 from __future__ import annotations
 
+import ast
+import functools
 from pathlib import Path
 
 import jupytext
 import nbformat
+
+from autograder.verdict.preprocessors import GRADE_CALL  # how a graded cell names its check
 
 COURSE_DIR = Path(__file__).resolve().parents[2] / "assignments"
 
@@ -56,3 +60,103 @@ def source_notebooks(course_dir: Path = COURSE_DIR, sections=None) -> list[Path]
 
 def build_all(course_dir: Path = COURSE_DIR, sections=None) -> list[Path]:
     return [build_notebook(p) for p in source_notebooks(course_dir, sections)]
+
+
+# --- reading a source notebook: what exercise specs refer to instead of repeating it ---------------
+
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def source_path(exercise: str, course_dir: Path | None = None) -> Path:
+    """``assignments/source/<section>/<exercise>.md``."""
+    paths = sorted(((course_dir or COURSE_DIR) / "source").glob(f"*/{exercise}.md"))
+    if len(paths) != 1:
+        raise KeyError(f"no single source notebook for exercise {exercise!r}: {paths}")
+    return paths[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _cells(path: Path) -> dict[str, tuple[str, dict]]:
+    """``{grade_id: (source, nbgrader metadata and the cell type)}`` of one source ``.md``."""
+    nb = jupytext.read(path)
+    return {cell.metadata["nbgrader"]["grade_id"]: (cell.source, {**cell.metadata["nbgrader"], "cell_type": cell.cell_type})
+            for cell in nb.cells if "nbgrader" in cell.metadata}
+
+
+def cell_source(exercise: str, grade_id: str) -> str:
+    cells = _cells(source_path(exercise))
+    if grade_id not in cells:
+        raise KeyError(f"{exercise}: no cell {grade_id}; cells: {', '.join(cells)}")
+    return cells[grade_id][0]
+
+
+def solution_cell(exercise: str, grade_id: str) -> str:
+    """The solution cell ``grade_id`` of the source notebook, without the solution markers."""
+    if not _cells(source_path(exercise)).get(grade_id, ("", {}))[1].get("solution"):
+        raise KeyError(f"{exercise}: {grade_id} is not a solution cell")
+    lines = cell_source(exercise, grade_id).splitlines(keepends=True)
+    return "".join(line for line in lines if line.strip() not in SOLUTION_MARKERS)
+
+
+def edited_solution(exercise: str, grade_id: str, edits) -> str:
+    """The solution cell with each ``(old, new)`` replacement made; ``old`` must occur exactly once."""
+    source = solution_cell(exercise, grade_id)
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{exercise}/{grade_id}: {old!r} occurs {source.count(old)} times")
+        source = source.replace(old, new)
+    return source
+
+
+def check_points(exercise: str) -> dict[str, float]:
+    """``{check name: points}`` from the graded cells of the source notebook (the one place points are set).
+
+    Raises if a graded code cell calls no check, or more than one, or a check is called twice.
+    """
+    points = {}
+    for gid, (source, meta) in _cells(source_path(exercise)).items():
+        if not (meta.get("grade") and meta["cell_type"] == "code"):
+            continue
+        calls = GRADE_CALL.findall(source)
+        if len(calls) != 1 or calls[0][0] != exercise:
+            raise ValueError(f"{exercise}/{gid}: a graded cell calls exactly one check of its own exercise, found {calls}")
+        name = calls[0][1]
+        if name in points:
+            raise ValueError(f"{exercise}: check {name} is graded in two cells")
+        points[name] = float(meta["points"])
+    return points
+
+
+def _constant(node: ast.expr):
+    """The value of a literal, or of ``cl.SomeParams(<literal keywords>)``; ``ValueError`` otherwise."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == "cl":
+        import course_lib
+
+        args = [ast.literal_eval(a) for a in node.args]
+        return getattr(course_lib, node.func.attr)(*args, **{k.arg: ast.literal_eval(k.value) for k in node.keywords})
+    return ast.literal_eval(node)
+
+
+def setup_constants(exercise: str) -> dict[str, object]:
+    """Constants of the notebook's ``setup`` cell (``{}`` without one): its top-level assignments of a
+    literal or of a ``course_lib`` parameter set built from literals (``P = cl.PendulumParams()``);
+    tuple assignments (``DT, N = 0.03, 100``) count name by name."""
+    cells = _cells(source_path(exercise))
+    if "setup" not in cells:
+        return {}
+    constants = {}
+    for node in ast.parse(cells["setup"][0]).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        pairs = [(target, value)]
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts))
+        for name, expr in pairs:
+            if isinstance(name, ast.Name):
+                try:
+                    constants[name.id] = _constant(expr)
+                except (ValueError, TypeError, SyntaxError):  # computed, not a constant
+                    pass
+    return constants

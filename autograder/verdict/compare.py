@@ -37,26 +37,6 @@ import numpy as np
 KINDS = ("exact", "finite_difference", "loose", "integer")
 NONFINITE = "nonfinite"  # key of ``messages`` explaining NaN/Inf results of a check
 
-#: Chinese explanation of each named mistake a check can recognise.
-MISTAKE_MESSAGES = {
-    "horizon_minus_one": "结果与“少算一步”的参考值吻合：循环次数或下标很可能差了一（off-by-one）。",
-    "horizon_plus_one": "结果与“多算一步”的参考值吻合：循环次数或下标很可能差了一（off-by-one）。",
-    "explicit_euler": "结果与显式欧拉的参考值吻合：题目要求半隐式欧拉（先更新速度，再用新速度更新位置）。",
-    "semi_implicit_euler": "结果与半隐式欧拉的参考值吻合：题目要求的是显式欧拉（位置用旧速度更新）。",
-    "forward_difference": "结果与前向差分吻合：题目要求中心差分 (L(u+ε)−L(u−ε))/(2ε)。",
-    "rollouts_n": "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。",
-    "rollouts_n_plus_one": "数成了 N+1 次仿真（像前向差分那样多算一次基准）：中心差分需要 2N 次。",
-    "matrix_inverse": "结果与用显式矩阵求逆得到的参考值一致但数值更差：请改用线性方程求解。",
-}
-
-
-def add_mistake_message(name: str, text: str) -> None:
-    """Register the Chinese explanation of a mistake a section's checks recognise."""
-    if MISTAKE_MESSAGES.get(name, text) != text:
-        raise ValueError(f"mistake {name!r} already has a different message")
-    MISTAKE_MESSAGES[name] = text
-
-
 #: what the reference data is computed and stored in; every default tolerance is this dtype's
 REFERENCE_DTYPE = np.float64
 #: float dtypes a student result may hold that cannot carry a float64 reference's digits
@@ -114,6 +94,11 @@ def _shape_message(got, exp) -> str:
     return f"形状为 {got.shape}，应为 {exp.shape}。"
 
 
+def _mistake_message(name: str, messages: Mapping[str, str] | None) -> str:
+    # every catalogued mistake carries its message into the data; the fallback only guards hand-made data
+    return (messages or {}).get(name) or f"结果与一种已知的错误做法（{name}）的结果吻合。"
+
+
 def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     """The likely mistake behind a failed float comparison, in Chinese ("" when none is recognised)."""
     near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
@@ -125,7 +110,7 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
         return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
     for name, alt in (mistakes or {}).items():
         if np.shape(alt) == exp.shape and near(alt):
-            return (MISTAKE_MESSAGES if messages is None else messages).get(name, f"结果与常见错误“{name}”的结果吻合。")
+            return _mistake_message(name, messages)
     flat_e, flat_g = exp.ravel(), got.ravel()
     mask = np.abs(flat_e) > 1e-12 * scale
     ratios = flat_g[mask] / flat_e[mask]
@@ -140,7 +125,7 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
                    for name, alt in (mistakes or {}).items() if np.shape(alt) == exp.shape)
     if close and close[0][0] <= 0.25 * err:
         name = close[0][1]
-        return (MISTAKE_MESSAGES if messages is None else messages).get(name, f"结果与常见错误“{name}”的结果吻合。")
+        return _mistake_message(name, messages)
     return ""
 
 
@@ -156,13 +141,12 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
         expected: the reference value (compared as float64).
         kind: ``"exact"``, ``"finite_difference"``, ``"loose"`` (sets the default tolerance) or
             ``"integer"`` (ids, modes, counts: exact equality, no float diagnoses).
-        mistakes: optional ``{name: value}`` of results a known mistake would give; names
-            are keys of :data:`MISTAKE_MESSAGES`.
+        mistakes: optional ``{name: value}`` of results a known mistake would give.
         rtol: relative tolerance (to the reference's largest magnitude) replacing the kind's
             default; the reference data stores one per output (derived from the kind or the
             check's band and the measured spread of correct answers).
-        messages: Chinese explanation of each mistake (default :data:`MISTAKE_MESSAGES`; the
-            reference data carries its own, so grading needs no reference module).
+        messages: ``{name: Chinese explanation}`` of each mistake, as the reference data stores it
+            (each mistake of a check carries its own, :class:`autograder.authoring.registry.Mistake`).
         atol: absolute tolerance added to ``rtol * scale`` (a check's stated band; default 0).
     """
     exp = np.asarray(expected, dtype=np.float64)

@@ -1,8 +1,8 @@
-"""Instructor-only reference solutions and the graded checks built on them, one module per section.
+"""Instructor-only reference solutions and the exercise specs built on them, one module per section.
 
-Every module ``autograder/authoring/reference/<section>.py`` is one nbgrader assignment: importing
-it registers its checks and it exports ``WRONG_ANSWERS``. Sections are discovered, so
-adding a section means adding its module (and its sources under assignments/source/).
+Every module ``autograder/authoring/reference/<section>.py`` is one nbgrader assignment and exports
+``EXERCISES``, a sequence of :class:`autograder.authoring.registry.Exercise`. Sections are
+discovered, so adding a section means adding its module (and its sources under assignments/source/).
 """
 
 import importlib
@@ -17,13 +17,15 @@ cl.enable_float64()
 SECTIONS = tuple(sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")),
                          key=lambda name: (not name.startswith("s04_"), name)))  # the project last
 
-_MODULES = [importlib.import_module(f"{__name__}.{section}") for section in SECTIONS]
+#: exercise id -> its spec
+EXERCISES = {}
+for _section in SECTIONS:
+    for _spec in importlib.import_module(f"{__name__}.{_section}").EXERCISES:
+        if _spec.id in EXERCISES:
+            raise ValueError(f"exercise {_spec.id} declared twice")
+        if not _spec.id.startswith(f"{_section}_"):
+            raise ValueError(f"exercise {_spec.id} declared in the module of section {_section}")
+        EXERCISES[_spec.id] = _spec
 
 #: exercise id -> plausible wrong answers (pasted into a release by the self-test).
-WRONG_ANSWERS = {}
-for _module in _MODULES:
-    # a module without WRONG_ANSWERS is caught by the test that every graded exercise has one
-    for _exercise, _answers in getattr(_module, "WRONG_ANSWERS", {}).items():
-        if _exercise in WRONG_ANSWERS:
-            raise ValueError(f"wrong answers for {_exercise} defined in two reference modules")
-        WRONG_ANSWERS[_exercise] = _answers
+WRONG_ANSWERS = {exercise: spec.wrong_answers for exercise, spec in EXERCISES.items() if spec.wrong_answers}

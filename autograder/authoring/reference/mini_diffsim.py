@@ -22,15 +22,13 @@ grading code the sandboxed kernel may read), so a bug of stage n costs points in
 building blocks live there (stage-1 plateau finder, the task of stages 3-4, the stage-3 window loss) and
 are imported here, so each exists once.
 
-The wrong answers at the end are edits of the notebooks' own solution cells (read from the sources), so
-each one shows exactly which line is wrong.
+The exercise specs at the end (``EXERCISES``) hold the wrong answers as edits of the notebooks' own
+solution cells (read from the sources), so each one shows exactly which line is wrong.
 """
 
 from __future__ import annotations
 
-import re
 from functools import partial
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -38,38 +36,38 @@ import numpy as np
 import optax
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
 from autograder.kernel_support.mini_diffsim_common import (CLIP, EVAL_HORIZON, EVAL_SEED, LR, TERMINAL_VALUES, ball_params,
                                                            decode, encode, start_states, task_force, task_step, zero_value)
 from autograder.kernel_support.mini_diffsim_p2 import PLATEAU_TOL, find_plateau
 from autograder.kernel_support.mini_diffsim_p3 import LONG_PREFIX, SPIKE, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this assignment recognises ---------------------------------------------------------
 
-add_mistake_message("mds_rk4_full_stages", "RK4 的结果与“第二、三级也走整步 h”的写法一致：k2 = f(x + (h/2)·k1)、k3 = f(x + (h/2)·k2) 用半步，只有 k4 = f(x + h·k3) 用整步。")
-add_mistake_message("mds_semi_position_first", "半隐式欧拉的结果与“先用旧速度更新位置、再用新位置更新速度”的另一种辛欧拉一致：本项目约定先更新速度 v_{k+1} = v_k + h·a(q_k, v_k, u_k)，再用新速度更新位置 q_{k+1} = q_k + h·v_{k+1}（与 cl.semi_implicit_euler 相同）。")
-add_mistake_message("mds_direction_unnormalised", "结果与“没有把方向归一化”一致：方向导数要沿单位向量 d/‖d‖ 计算，否则 AD 值和差分值都被放大 ‖d‖ 倍。")
-add_mistake_message("mds_plateau_stop_exclusive", "平台的终点与“右端不含”的写法一致（off-by-one）：本项目的平台是闭区间 [start, stop]，stop 是最后一个误差低于阈值的 ε 的下标。")
-add_mistake_message("mds_norm_shifted", "梯度范数序列与“从 k = 0 开始”一致（off-by-one）：第 i 个值是 ‖∂x_{i+1}/∂u_0‖，i = 0..N−1，第一个值就是 ‖B_0‖。")
-add_mistake_message("mds_norm_last_input", "梯度范数序列与 ‖∂x_k/∂u_{k−1}‖（每步只看上一步的控制）一致：题目要的是最早那个控制 u_0 的影响 ‖∂x_k/∂u_0‖。")
-add_mistake_message("mds_penalty_no_damping", "penalty 力与只有弹簧项 k·max(0, −φ) 的结果一致：穿透时还有阻尼项 c·ḋ（ḋ = −φ̇，只在 φ < 0 时起作用），再整体截断为非负。")
-add_mistake_message("mds_damper_ungated", "penalty 力与“阻尼项在 φ ≥ 0 时也起作用”的结果一致：没接触时 ḋ 应为 0，否则物体在空中靠近地面时就会被隔空推开。")
-add_mistake_message("mds_softplus_on_force", "softplus 力与“把 softplus 套在力上”的写法一致：本项目平滑的是穿透深度 d = softplus(−βφ)/β（对应 cl.softplus_penetration_force），外层仍是 max(0, k·d + c·ḋ)。")
-add_mistake_message("mds_softplus_rate_gated", "softplus 力与“ḋ 仍用硬开关 [φ < 0]”的写法一致：平滑后的 d = softplus(−βφ)/β 的时间导数是 ḋ = −φ̇·σ(−βφ)。")
-add_mistake_message("mds_peak_spring_only", "力峰值与只算弹簧项的结果一致：峰值要用完整的接触律（含阻尼项、截断或平滑），即你写的 penalty_force / softplus_force。")
-add_mistake_message("mds_grad_final_only", "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果一致：要的是 k = 0..N 上的最大值，接触期间的尖峰才会被记下来。")
-add_mistake_message("mds_no_terminal", "结果与“没有加终端价值”一致：窗口损失末尾要加上 terminal_value(x_h)，这是给 S05 的 critic / 可微 MPC 预留的接口，必须用传进来的那个函数。")
-add_mistake_message("mds_batch_sum", "结果与对 B 条轨迹求和（而不是取平均）一致：各项都是批次平均。")
-add_mistake_message("mds_cost_at_next_state", "结果与“跟踪代价在 x_{k+1} 上计算”一致（off-by-one）：第 k 步的跟踪代价用的是走这一步之前的 x_k，穿透代价才用走完之后的 x_{k+1}。")
-add_mistake_message("mds_pen_at_current_state", "结果与“穿透代价在 x_k 上计算”一致（off-by-one）：穿透代价罚的是这一步走完之后的 max(0, −y_{k+1})。")
-add_mistake_message("mds_norm_after_clip", "梯度范数与裁剪之后的值一致（都不超过阈值）：grad_norms 要记录裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰；裁剪后的范数单独放在 clipped_norms 里。")
-add_mistake_message("mds_clipped_is_raw", "“裁剪后的范数”与裁剪之前的范数一致：clipped_norms 记录的是真正交给 SGD 的梯度的范数，不会超过阈值 CLIP。")
-add_mistake_message("mds_no_clip", "结果与“没有裁剪梯度”的训练一致：优化器应先用 optax.clip_by_global_norm(CLIP) 把梯度的全局范数限制在 CLIP 以内，再做 SGD（make_optimizer(clip=True)）。")
-add_mistake_message("mds_panel_after_update", "面板数据与“在参数更新之后记录”一致（off-by-one）：第 i 行描述的是第 i 次迭代开始时的参数 θ_i，先记录，再更新。")
-add_mistake_message("mds_contact_by_force", "接触数量与“法向力大于 0 的状态数”一致：本项目按间隙判定接触（y < 0 的状态算一次接触），阻尼项截断时力可能为 0 而物体仍在地面以下。")
-add_mistake_message("mds_fd_forward", "有限差分误差与前向差分 (L(θ+εd) − L(θ))/ε 的结果一致：面板里用中心差分。")
+MDS_RK4_FULL_STAGES = "RK4 的结果与“第二、三级也走整步 h”的写法一致：k2 = f(x + (h/2)·k1)、k3 = f(x + (h/2)·k2) 用半步，只有 k4 = f(x + h·k3) 用整步。"
+MDS_SEMI_POSITION_FIRST = "半隐式欧拉的结果与“先用旧速度更新位置、再用新位置更新速度”的另一种辛欧拉一致：本项目约定先更新速度 v_{k+1} = v_k + h·a(q_k, v_k, u_k)，再用新速度更新位置 q_{k+1} = q_k + h·v_{k+1}（与 cl.semi_implicit_euler 相同）。"
+MDS_DIRECTION_UNNORMALISED = "结果与“没有把方向归一化”一致：方向导数要沿单位向量 d/‖d‖ 计算，否则 AD 值和差分值都被放大 ‖d‖ 倍。"
+MDS_PLATEAU_STOP_EXCLUSIVE = "平台的终点与“右端不含”的写法一致（off-by-one）：本项目的平台是闭区间 [start, stop]，stop 是最后一个误差低于阈值的 ε 的下标。"
+MDS_NORM_SHIFTED = "梯度范数序列与“从 k = 0 开始”一致（off-by-one）：第 i 个值是 ‖∂x_{i+1}/∂u_0‖，i = 0..N−1，第一个值就是 ‖B_0‖。"
+MDS_NORM_LAST_INPUT = "梯度范数序列与 ‖∂x_k/∂u_{k−1}‖（每步只看上一步的控制）一致：题目要的是最早那个控制 u_0 的影响 ‖∂x_k/∂u_0‖。"
+MDS_PENALTY_NO_DAMPING = "penalty 力与只有弹簧项 k·max(0, −φ) 的结果一致：穿透时还有阻尼项 c·ḋ（ḋ = −φ̇，只在 φ < 0 时起作用），再整体截断为非负。"
+MDS_DAMPER_UNGATED = "penalty 力与“阻尼项在 φ ≥ 0 时也起作用”的结果一致：没接触时 ḋ 应为 0，否则物体在空中靠近地面时就会被隔空推开。"
+MDS_SOFTPLUS_ON_FORCE = "softplus 力与“把 softplus 套在力上”的写法一致：本项目平滑的是穿透深度 d = softplus(−βφ)/β（对应 cl.softplus_penetration_force），外层仍是 max(0, k·d + c·ḋ)。"
+MDS_SOFTPLUS_RATE_GATED = "softplus 力与“ḋ 仍用硬开关 [φ < 0]”的写法一致：平滑后的 d = softplus(−βφ)/β 的时间导数是 ḋ = −φ̇·σ(−βφ)。"
+MDS_PEAK_SPRING_ONLY = "力峰值与只算弹簧项的结果一致：峰值要用完整的接触律（含阻尼项、截断或平滑），即你写的 penalty_force / softplus_force。"
+MDS_GRAD_FINAL_ONLY = "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果一致：要的是 k = 0..N 上的最大值，接触期间的尖峰才会被记下来。"
+MDS_NO_TERMINAL = "结果与“没有加终端价值”一致：窗口损失末尾要加上 terminal_value(x_h)，这是给 S05 的 critic / 可微 MPC 预留的接口，必须用传进来的那个函数。"
+MDS_BATCH_SUM = "结果与对 B 条轨迹求和（而不是取平均）一致：各项都是批次平均。"
+MDS_COST_AT_NEXT_STATE = "结果与“跟踪代价在 x_{k+1} 上计算”一致（off-by-one）：第 k 步的跟踪代价用的是走这一步之前的 x_k，穿透代价才用走完之后的 x_{k+1}。"
+MDS_PEN_AT_CURRENT_STATE = "结果与“穿透代价在 x_k 上计算”一致（off-by-one）：穿透代价罚的是这一步走完之后的 max(0, −y_{k+1})。"
+MDS_NORM_AFTER_CLIP = "梯度范数与裁剪之后的值一致（都不超过阈值）：grad_norms 要记录裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰；裁剪后的范数单独放在 clipped_norms 里。"
+MDS_CLIPPED_IS_RAW = "“裁剪后的范数”与裁剪之前的范数一致：clipped_norms 记录的是真正交给 SGD 的梯度的范数，不会超过阈值 CLIP。"
+MDS_NO_CLIP = "结果与“没有裁剪梯度”的训练一致：优化器应先用 optax.clip_by_global_norm(CLIP) 把梯度的全局范数限制在 CLIP 以内，再做 SGD（make_optimizer(clip=True)）。"
+MDS_PANEL_AFTER_UPDATE = "面板数据与“在参数更新之后记录”一致（off-by-one）：第 i 行描述的是第 i 次迭代开始时的参数 θ_i，先记录，再更新。"
+MDS_CONTACT_BY_FORCE = "接触数量与“法向力大于 0 的状态数”一致：本项目按间隙判定接触（y < 0 的状态算一次接触），阻尼项截断时力可能为 0 而物体仍在地面以下。"
+MDS_FD_FORWARD = "有限差分误差与前向差分 (L(θ+εd) − L(θ))/ε 的结果一致：面板里用中心差分。"
 
 
 def _as_f(*values):
@@ -85,10 +83,11 @@ def _by_name(fn):
     return lambda **case: fn(**decode(case))
 
 
-def _named_check(exercise, name, points, cases, reference, outputs, mistakes=None):
-    """A Check whose hidden cases hold name codes: cases are encoded, reference and mistakes decode."""
-    return Check(exercise, name, points, lambda: [encode(c) for c in cases()], reference=_by_name(reference),
-                 outputs=outputs, mistakes={k: _by_name(f) for k, f in (mistakes or {}).items()})
+def _named_check(name, cases, reference, outputs, mistakes=None):
+    """A Check whose hidden cases hold name codes: cases are encoded, reference and mistakes decode
+    (``mistakes``: ``{name: Mistake(message, fn)}``, each ``fn`` taking the decoded case)."""
+    return Check(name, lambda: [encode(c) for c in cases()], reference=_by_name(reference), outputs=outputs,
+                 mistakes={k: Mistake(m.message, _by_name(m.fn)) for k, m in (mistakes or {}).items()})
 
 
 # ==================================================================================================
@@ -178,17 +177,18 @@ _LABELS = {"explicit_euler": "显式欧拉", "semi_implicit_euler": "半隐式�
 
 def _integrator_mistakes(what):
     return {
-        "explicit_euler": _one_step_variant(what, semi_implicit_euler="explicit_euler"),
-        "mds_semi_position_first": _one_step_variant(what, semi_implicit_euler="semi_position_first"),
-        "mds_rk4_full_stages": _one_step_variant(what, rk4="rk4_full_stages"),
+        "explicit_euler": Mistake(messages.EXPLICIT_EULER, _one_step_variant(what, semi_implicit_euler="explicit_euler")),
+        "mds_semi_position_first": Mistake(MDS_SEMI_POSITION_FIRST,
+                                           _one_step_variant(what, semi_implicit_euler="semi_position_first")),
+        "mds_rk4_full_stages": Mistake(MDS_RK4_FULL_STAGES, _one_step_variant(what, rk4="rk4_full_stages")),
     }
 
 
-register(
-    _named_check("mini_diffsim_p1", "next_states", 2.0, _step_cases, reference=next_states,
+_MINI_DIFFSIM_P1_CHECKS = (
+    _named_check("next_states", _step_cases, reference=next_states,
                  outputs=tuple(Output(f"{_LABELS[n]}的下一步状态") for n in INTEGRATOR_NAMES),
                  mistakes=_integrator_mistakes("x")),
-    _named_check("mini_diffsim_p1", "step_jacobians", 3.0, _step_cases, reference=step_jacobians,
+    _named_check("step_jacobians", _step_cases, reference=step_jacobians,
                  outputs=tuple(Output(f"{_LABELS[n]}的 {m}") for n in INTEGRATOR_NAMES for m in ("A", "B")),
                  mistakes=_integrator_mistakes("AB")),
 )
@@ -336,16 +336,16 @@ def grad_norm_horizon(system, integrator, x0, us, h):
     return norms
 
 
-register(
-    _named_check("mini_diffsim_p1", "step_check", 3.0, _check_cases, reference=step_check,
+_MINI_DIFFSIM_P1_CHECKS += (
+    _named_check("step_check", _check_cases, reference=step_check,
                  outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=STEP_FD_RTOL), Output("误差平台 [start, stop]")),
-                 mistakes={"forward_difference": _step_check_variant(scheme="forward"),
-                           "mds_direction_unnormalised": _step_check_variant(normalise=False),
-                           "mds_plateau_stop_exclusive": _step_check_variant(stop_exclusive=True)}),
-    _named_check("mini_diffsim_p1", "grad_norm_horizon", 2.0, _horizon_cases, reference=grad_norm_horizon,
+                 mistakes={"forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _step_check_variant(scheme="forward")),
+                           "mds_direction_unnormalised": Mistake(MDS_DIRECTION_UNNORMALISED, _step_check_variant(normalise=False)),
+                           "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _step_check_variant(stop_exclusive=True))}),
+    _named_check("grad_norm_horizon", _horizon_cases, reference=grad_norm_horizon,
                  outputs=(Output("‖∂x_k/∂u_0‖，k = 1..N"),),
-                 mistakes={"mds_norm_shifted": _horizon_variant("shifted"),
-                           "mds_norm_last_input": _horizon_variant("last_input")}),
+                 mistakes={"mds_norm_shifted": Mistake(MDS_NORM_SHIFTED, _horizon_variant("shifted")),
+                           "mds_norm_last_input": Mistake(MDS_NORM_LAST_INPUT, _horizon_variant("last_input"))}),
 )
 
 
@@ -408,13 +408,13 @@ def _curve_cases():
     return cases
 
 
-register(
-    Check("mini_diffsim_p2", "force_curves", 3.0, _curve_cases, reference=force_curves,
+_MINI_DIFFSIM_P2_CHECKS = (
+    Check("force_curves", _curve_cases, reference=force_curves,
           outputs=(Output("penalty 力"), Output("softplus 力"), Output("penalty 力对 φ 的导数"), Output("softplus 力对 φ 的导数")),
-          mistakes={"mds_penalty_no_damping": _curves_variant(pen_variant="no_damping"),
-                    "mds_damper_ungated": _curves_variant(pen_variant="ungated"),
-                    "mds_softplus_on_force": _curves_variant(sp_variant="on_force"),
-                    "mds_softplus_rate_gated": _curves_variant(sp_variant="rate_gated")}),
+          mistakes={"mds_penalty_no_damping": Mistake(MDS_PENALTY_NO_DAMPING, _curves_variant(pen_variant="no_damping")),
+                    "mds_damper_ungated": Mistake(MDS_DAMPER_UNGATED, _curves_variant(pen_variant="ungated")),
+                    "mds_softplus_on_force": Mistake(MDS_SOFTPLUS_ON_FORCE, _curves_variant(sp_variant="on_force")),
+                    "mds_softplus_rate_gated": Mistake(MDS_SOFTPLUS_RATE_GATED, _curves_variant(sp_variant="rate_gated"))}),
 )
 
 
@@ -474,11 +474,11 @@ def _sweep_cases():
     ]
 
 
-register(
-    _named_check("mini_diffsim_p2", "contact_sweep", 4.0, _sweep_cases, reference=contact_sweep,
+_MINI_DIFFSIM_P2_CHECKS += (
+    _named_check("contact_sweep", _sweep_cases, reference=contact_sweep,
                  outputs=(Output("最大穿透深度"), Output("法向力峰值"), Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F")),
-                 mistakes={"mds_peak_spring_only": _sweep_variant(force="spring"),
-                           "mds_grad_final_only": _sweep_variant(grad="final")}),
+                 mistakes={"mds_peak_spring_only": Mistake(MDS_PEAK_SPRING_ONLY, _sweep_variant(force="spring")),
+                           "mds_grad_final_only": Mistake(MDS_GRAD_FINAL_ONLY, _sweep_variant(grad="final"))}),
 )
 
 
@@ -521,11 +521,11 @@ def _boundary_cases():
     return cases
 
 
-register(
-    _named_check("mini_diffsim_p2", "boundary_check", 3.0, _boundary_cases, reference=boundary_check,
+_MINI_DIFFSIM_P2_CHECKS += (
+    _named_check("boundary_check", _boundary_cases, reference=boundary_check,
                  outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=BOUNDARY_FD_RTOL), Output("误差平台 [start, stop]")),
-                 mistakes={"forward_difference": _boundary_variant(scheme="forward"),
-                           "mds_plateau_stop_exclusive": _boundary_variant(stop_exclusive=True)}),
+                 mistakes={"forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _boundary_variant(scheme="forward")),
+                           "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _boundary_variant(stop_exclusive=True))}),
 )
 
 
@@ -583,11 +583,15 @@ def _loss_cases():
 #: 8e-6 or more (penetration cost at x_k in the h = 16 case; the others by 2e-4 .. 7).
 WINDOW_RTOL = 1e-7
 
-register(
-    _named_check("mini_diffsim_p3", "window_loss", 3.0, _loss_cases, reference=_loss_variant(),
+_MINI_DIFFSIM_P3_CHECKS = (
+    _named_check("window_loss", _loss_cases, reference=_loss_variant(),
                  outputs=(Output("窗口损失 L", rtol=WINDOW_RTOL), Output("损失分项 [跟踪, 控制, 穿透, 终端]", rtol=WINDOW_RTOL),
                           Output("窗口状态 (B, h+1, 2)", rtol=WINDOW_RTOL)),
-                 mistakes={f"mds_{name}": _loss_variant(name) for name in _LOSS_VARIANTS if name}),
+                 mistakes={"mds_no_terminal": Mistake(MDS_NO_TERMINAL, _loss_variant("no_terminal")),
+                           "mds_batch_sum": Mistake(MDS_BATCH_SUM, _loss_variant("batch_sum")),
+                           "mds_cost_at_next_state": Mistake(MDS_COST_AT_NEXT_STATE, _loss_variant("cost_at_next_state")),
+                           "mds_pen_at_current_state": Mistake(MDS_PEN_AT_CURRENT_STATE,
+                                                               _loss_variant("pen_at_current_state"))}),
 )
 
 
@@ -648,15 +652,15 @@ def _train_cases():
     return cases
 
 
-register(
-    _named_check("mini_diffsim_p3", "train", 3.0, _train_cases, reference=_train_variant(),
+_MINI_DIFFSIM_P3_CHECKS += (
+    _named_check("train", _train_cases, reference=_train_variant(),
                  outputs=(Output("裁剪前的梯度范数", rtol=TRAIN_RTOL), Output("裁剪后的梯度范数", rtol=TRAIN_RTOL),
                           Output("每次迭代的窗口损失", rtol=TRAIN_RTOL), Output("评估损失 [训练前, 训练后]", rtol=TRAIN_RTOL)),
-                 mistakes={"mds_norm_after_clip": _train_variant(record="after_clip"),
-                           "mds_clipped_is_raw": _train_variant(record="clipped_is_raw"),
-                           "mds_no_terminal": _train_variant("no_terminal"),
-                           "mds_batch_sum": _train_variant("batch_sum"),
-                           "mds_no_clip": _train_variant(clip_on=False)}),
+                 mistakes={"mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _train_variant(record="after_clip")),
+                           "mds_clipped_is_raw": Mistake(MDS_CLIPPED_IS_RAW, _train_variant(record="clipped_is_raw")),
+                           "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _train_variant("no_terminal")),
+                           "mds_batch_sum": Mistake(MDS_BATCH_SUM, _train_variant("batch_sum")),
+                           "mds_no_clip": Mistake(MDS_NO_CLIP, _train_variant(clip_on=False))}),
 )
 
 #: A longer h = 32 run. After 25 iterations one-ulp perturbations of the dynamics (nine patterns) move its
@@ -679,16 +683,16 @@ def _long_run_cases():
     return [_LONG_RUN]
 
 
-register(
-    _named_check("mini_diffsim_p3", "train_long", 2.0, _long_run_cases, reference=_long_variant(),
+_MINI_DIFFSIM_P3_CHECKS += (
+    _named_check("train_long", _long_run_cases, reference=_long_variant(),
                  outputs=(Output(f"前 {LONG_PREFIX} 次迭代的 [裁剪前的梯度范数, 窗口损失]", rtol=TRAIN_RTOL),
                           Output("性质检查“全程没有 NaN/Inf（梯度范数、损失、评估损失）”", "integer"),
                           Output(f"性质检查“裁剪前的梯度范数记录到了接触尖峰（最大值 > {SPIKE:g}）”", "integer"),
                           Output("性质检查“裁剪后的范数 = min(裁剪前的范数, CLIP)”", "integer"),
                           Output("性质检查“评估损失下降（训练后 < 训练前）”", "integer")),
-                 mistakes={"mds_norm_after_clip": _long_variant(record="after_clip"),
-                           "mds_no_terminal": _long_variant(loss_variant="no_terminal"),
-                           "mds_no_clip": _long_variant(clip_on=False)}),
+                 mistakes={"mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _long_variant(record="after_clip")),
+                           "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _long_variant(loss_variant="no_terminal")),
+                           "mds_no_clip": Mistake(MDS_NO_CLIP, _long_variant(clip_on=False))}),
 )
 
 
@@ -774,96 +778,73 @@ def _panel_cases():
     return cases
 
 
-register(
-    _named_check("mini_diffsim_p4", "panel_data", 6.0, _panel_cases, reference=_panel_variant(),
+_MINI_DIFFSIM_P4_CHECKS = (
+    _named_check("panel_data", _panel_cases, reference=_panel_variant(),
                  outputs=(Output("loss 分项 (n, 4)", rtol=PANEL_RTOL), Output("梯度范数", rtol=PANEL_RTOL), Output("接触数量"),
                           Output("最大穿透深度", rtol=PANEL_RTOL), Output("接触力峰值", rtol=PANEL_RTOL),
                           Output("有限差分误差", rtol=PANEL_FD_RTOL)),
-                 mistakes={"mds_panel_after_update": _panel_variant("after_update"),
-                           "mds_contact_by_force": _panel_variant("contact_by_force"),
-                           "mds_fd_forward": _panel_variant("fd_forward")}),
+                 mistakes={"mds_panel_after_update": Mistake(MDS_PANEL_AFTER_UPDATE, _panel_variant("after_update")),
+                           "mds_contact_by_force": Mistake(MDS_CONTACT_BY_FORCE, _panel_variant("contact_by_force")),
+                           "mds_fd_forward": Mistake(MDS_FD_FORWARD, _panel_variant("fd_forward"))}),
 )
 
 
 # ==================================================================================================
-# Plausible wrong submissions: edits of the notebooks' solution cells
+# The exercise specs; the wrong answers are edits of the notebooks' own solution cells
 # ==================================================================================================
 
-_SOURCE_DIR = Path(__file__).resolve().parents[3] / "assignments" / "source" / "mini_diffsim"
-
-
-def _solution(exercise, grade_id):
-    """The solution cell ``grade_id`` of the source notebook, without the solution markers."""
-    text = (_SOURCE_DIR / f"{exercise}.md").read_text(encoding="utf-8")
-    match = re.search(r"^```\{code-cell\}[^\n]*\n---\nnbgrader: \{grade_id: " + grade_id + r",[^\n]*\n---\n(.*?)^```",
-                      text, re.S | re.M)
-    if match is None:
-        raise KeyError(f"{exercise}: no code cell {grade_id}")
-    lines = match.group(1).splitlines(keepends=True)
-    return "".join(line for line in lines if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-
-
-def _edited(exercise, grade_id, *edits):
-    """The solution cell with each (old, new) replacement made; ``old`` must occur exactly once."""
-    source = _solution(exercise, grade_id)
-    for old, new in edits:
-        if source.count(old) != 1:
-            raise ValueError(f"{exercise}/{grade_id}: {old!r} occurs {source.count(old)} times")
-        source = source.replace(old, new)
-    return source
-
-
-def _wrong(exercise, feedback, edits, keep=()):
-    """A WrongAnswer: the cells in ``edits`` ({grade_id: [(old, new), ...]}) edited, those in ``keep`` as solved."""
-    cells = {gid: _solution(exercise, gid) for gid in keep}
-    cells.update({gid: _edited(exercise, gid, *pairs) for gid, pairs in edits.items()})
-    return WrongAnswer(cells=cells, feedback_contains=feedback)
-
-
+# MODELS (stage 1) is defined in the notebook's setup cell too, but holds functions and is not a literal
+# that sources.setup_constants can read, so it is not declared; stage 3-4 constants live in the task cells.
 _P2_KEEP = ("forces_answer", "ball_answer")
 
-WRONG_ANSWERS = {
-    "mini_diffsim_p1": [
-        _wrong("mini_diffsim_p1", "题目要求半隐式欧拉", keep=("steps_answer",), edits={"integrators_answer": [
+EXERCISES = (
+    Exercise("mini_diffsim_p1", _MINI_DIFFSIM_P1_CHECKS, wrong_answers=(
+        # semi-implicit Euler updates the position with the OLD velocity; RK4 stages 2 and 3 take full steps
+        WrongAnswer("题目要求半隐式欧拉", keep=("steps_answer",), edits={"integrators_answer": [
             ("q_next = x[:n] + h * f(jnp.concatenate([x[:n], v_next]), u, p)[:n]",
              "q_next = x[:n] + h * f(x, u, p)[:n]  # position with the OLD velocity"),
             ("k2 = f(x + 0.5 * h * k1, u, p)", "k2 = f(x + h * k1, u, p)"),
             ("k3 = f(x + 0.5 * h * k2, u, p)", "k3 = f(x + h * k2, u, p)"),
         ]}),
-        _wrong("mini_diffsim_p1", "前向差分", keep=("integrators_answer",), edits={
+        # a forward difference in the directional check; the rollout collects x_0 .. x_{N-1}
+        WrongAnswer("前向差分", keep=("integrators_answer",), edits={
             "check_answer": [("(float(loss(z + e * d)) - float(loss(z - e * d))) / (2 * e)",
                               "(float(loss(z + e * d)) - float(loss(z))) / e")],
             "horizon_answer": [("return x_next, x_next", "return x_next, x  # collects x_0 .. x_{N-1}")],
         }),
-    ],
-    "mini_diffsim_p2": [
-        _wrong("mini_diffsim_p2", "只有弹簧项", edits={"forces_answer": [
+    )),
+    Exercise("mini_diffsim_p2", _MINI_DIFFSIM_P2_CHECKS, wrong_answers=(
+        # the penalty law without its damper; the softplus law's rate still gated by [phi < 0]
+        WrongAnswer("只有弹簧项", edits={"forces_answer": [
             ("d_dot = jnp.where(phi < 0, -phi_dot, 0.0)\n    return jnp.maximum(0.0, k * d + c * d_dot)", "return k * d"),
             ("d_dot = -phi_dot * jax.nn.sigmoid(-beta * phi)", "d_dot = jnp.where(phi < 0, -phi_dot, 0.0)"),
         ]}),
-        _wrong("mini_diffsim_p2", "只取最后一步", keep=_P2_KEEP, edits={
+        # only the last ||dx_N/dx_0||_F of the sweep; a forward difference at the contact boundary
+        WrongAnswer("只取最后一步", keep=_P2_KEEP, edits={
             "sweep_answer": [("float(jnp.max(jnp.linalg.norm(sens, axis=(1, 2))))", "float(jnp.linalg.norm(sens[-1]))")],
             "boundary_answer": [("(float(loss(x0 + e * d)) - float(loss(x0 - e * d))) / (2 * e)",
                                  "(float(loss(x0 + e * d)) - float(loss(x0))) / e")],
         }),
-    ],
-    "mini_diffsim_p3": [
-        _wrong("mini_diffsim_p3", "没有加终端价值", keep=("train_answer",), edits={"loss_answer": [
+    ), constants={"SWEEP_DAMPING": SWEEP_DAMPING, "CHECK_H": CHECK_H, "CHECK_K": CHECK_K, "CHECK_C": CHECK_C}),
+    Exercise("mini_diffsim_p3", _MINI_DIFFSIM_P3_CHECKS, wrong_answers=(
+        WrongAnswer("没有加终端价值", keep=("train_answer",), edits={"loss_answer": [  # terminal value dropped
             ("jnp.append(acc, terminal_value(x_end))", "jnp.append(acc, 0.0)"),
         ]}),
-        _wrong("mini_diffsim_p3", "没有裁剪梯度", keep=("loss_answer",), edits={"train_answer": [
+        WrongAnswer("没有裁剪梯度", keep=("loss_answer",), edits={"train_answer": [  # the unclipped optimiser
             ("optimizer = OPTIMIZERS[clip]", "optimizer = OPTIMIZERS[False]"),
         ]}),
-        _wrong("mini_diffsim_p3", "裁剪之前", keep=("loss_answer",), edits={"train_answer": [
+        WrongAnswer("裁剪之前", keep=("loss_answer",), edits={"train_answer": [  # the norm recorded after clipping
             ("g_norm = jnp.linalg.norm(grad)", "g_norm = jnp.minimum(jnp.linalg.norm(grad), CLIP)  # after clipping"),
         ]}),
-    ],
-    "mini_diffsim_p4": [
-        _wrong("mini_diffsim_p4", "按间隙判定接触", edits={"panel_answer": [
+    )),
+    Exercise("mini_diffsim_p4", _MINI_DIFFSIM_P4_CHECKS, wrong_answers=(
+        # contact counted by force > 0; a forward difference in the FD column
+        WrongAnswer("按间隙判定接触", edits={"panel_answer": [
             ("jnp.sum(y < 0)", "jnp.sum(force_fn(y, v) > 0)"),
             ("f = (sides[0] - sides[1]) / (2 * PANEL_EPS)", "f = (sides[0] - loss) / PANEL_EPS"),
         ]}),
-        _wrong("mini_diffsim_p4", "在参数更新之后记录", edits={"panel_answer": [
+        # the row taken after the parameter update
+        WrongAnswer("在参数更新之后记录", edits={"panel_answer": [
             ("    (loss, (terms, states)), grad = jax.value_and_grad",
              "    updates, opt_state = optimizer.update(jax.grad(lambda t: loss_fn(t, x_starts, horizon)[0])(theta), opt_state, theta)\n"
              "    theta = optax.apply_updates(theta, updates)  # updated BEFORE the row is taken\n"
@@ -871,5 +852,5 @@ WRONG_ANSWERS = {
             ("    updates, opt_state = optimizer.update(grad, opt_state, theta)\n    return row, optax.apply_updates(theta, updates), opt_state",
              "    return row, theta, opt_state"),
         ]}),
-    ],
-}
+    )),
+)

@@ -9,8 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+
+ROLLOUTS_N = "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。"
+ROLLOUTS_N_PLUS_ONE = "数成了 N+1 次仿真（像前向差分那样多算一次基准）：中心差分需要 2N 次。"
 
 TARGET = 1.0
 
@@ -62,57 +65,28 @@ def _shifted_horizon(u, dt, shift):
     return g / per_step * (per_step + shift * dt**2)
 
 
-register(
+_S04_1_EX1_CHECKS = (
     Check(
-        "s04_1_ex1", "fd_grad", 3.0, _cases,
+        "fd_grad", _cases,
         reference=lambda u, dt: (analytic_grad(u, dt), 2 * len(u)),
         outputs=(Output("中心差分梯度", "finite_difference"), Output("仿真次数")),
         mistakes={
-            "explicit_euler": lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u)),
-            "rollouts_n": lambda u, dt: (analytic_grad(u, dt), len(u)),
-            "rollouts_n_plus_one": lambda u, dt: (analytic_grad(u, dt), len(u) + 1),
+            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))),
+            "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt: (analytic_grad(u, dt), len(u))),
+            "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt: (analytic_grad(u, dt), len(u) + 1)),
         },
     ),
     Check(
-        "s04_1_ex1", "analytic_grad", 3.0, _cases,
+        "analytic_grad", _cases,
         reference=lambda u, dt: analytic_grad(u, dt),
         outputs=(Output("解析梯度", "exact"),),
         mistakes={
-            "explicit_euler": lambda u, dt: analytic_grad(u, dt, "explicit_euler"),
-            "horizon_minus_one": lambda u, dt: _shifted_horizon(u, dt, -1),
-            "horizon_plus_one": lambda u, dt: _shifted_horizon(u, dt, +1),
+            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda u, dt: analytic_grad(u, dt, "explicit_euler")),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda u, dt: _shifted_horizon(u, dt, -1)),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda u, dt: _shifted_horizon(u, dt, +1)),
         },
     ),
 )
-
-
-WRONG_ANSWERS = {
-    "s04_1_ex1": [
-        WrongAnswer(
-            cells={
-                "fd_grad_answer": '''def fd_grad(u, dt, eps=1e-6):
-    u = np.asarray(u, dtype=np.float64)
-    grad = np.zeros_like(u)
-    for i in range(u.size):
-        e = np.zeros_like(u)
-        e[i] = eps
-        grad[i] = (float(terminal_loss(u + e, dt)) - float(terminal_loss(u - e, dt))) / (2 * eps)
-    return grad, u.size  # counts one rollout per component
-''',
-                "analytic_grad_answer": '''def analytic_grad(u, dt):
-    u = np.asarray(u, dtype=np.float64)
-    n = u.size
-    q, v = 0.0, 0.0
-    for a in u:  # explicit Euler: position with the old velocity
-        q += dt * v
-        v += dt * a
-    return (q - 1.0) * dt**2 * (n - 1 - np.arange(n))
-''',
-            },
-            feedback_contains="2N",
-        ),
-    ],
-}
 
 
 # --- s04_1_ex2: system identification of the friction block --------------------------------
@@ -127,14 +101,14 @@ FB_V_SMOOTH = 0.05
 FB_RTOL = 1e-6
 FB_NOISE = 2e-3
 
-add_mistake_message("s041_default_v_smooth", "结果与平滑速度 v_s = 0.01（FrictionBlockParams 的默认值）吻合：本题规定 v_s = V_SMOOTH = 0.05，构造参数时要显式写 v_smooth=V_SMOOTH。")
-add_mistake_message("s041_hard_sign", "结果与用 sign(v) 的硬库仑摩擦吻合：题目要求平滑摩擦 f_c·tanh(v/v_s)，它在 v = 0 附近才可导。")
-add_mistake_message("s041_param_order", "结果与把 p 读成 (m, f_c, b) 吻合：p 的顺序是 (m, b, f_c)，即质量、粘性阻尼、库仑摩擦。")
-add_mistake_message("s041_x0_zero", "结果与“从原点出发仿真”吻合：仿真应从测量到的初始状态 x̂_0 = data['xs'][0] 出发。")
-add_mistake_message("s041_position_only", "结果与“只比较位置”吻合：损失要把位置误差和速度误差都计入（Q = I）。")
-add_mistake_message("s041_mean", "结果与“对平方误差取平均”吻合：本题的损失是对所有时刻、两个状态分量求和，不取平均。")
-add_mistake_message("s041_terminal_only", "结果与只用终点灵敏度 ∂x_N/∂p（2×3 矩阵，秩至多为 2）吻合：要把 k = 0..N 每个时刻的 ∂x_k/∂p 纵向堆叠成 2(N+1)×3 的矩阵再求秩。")
-add_mistake_message("s041_no_threshold", "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。")
+S041_DEFAULT_V_SMOOTH = "结果与平滑速度 v_s = 0.01（FrictionBlockParams 的默认值）吻合：本题规定 v_s = V_SMOOTH = 0.05，构造参数时要显式写 v_smooth=V_SMOOTH。"
+S041_HARD_SIGN = "结果与用 sign(v) 的硬库仑摩擦吻合：题目要求平滑摩擦 f_c·tanh(v/v_s)，它在 v = 0 附近才可导。"
+S041_PARAM_ORDER = "结果与把 p 读成 (m, f_c, b) 吻合：p 的顺序是 (m, b, f_c)，即质量、粘性阻尼、库仑摩擦。"
+S041_X0_ZERO = "结果与“从原点出发仿真”吻合：仿真应从测量到的初始状态 x̂_0 = data['xs'][0] 出发。"
+S041_POSITION_ONLY = "结果与“只比较位置”吻合：损失要把位置误差和速度误差都计入（Q = I）。"
+S041_MEAN = "结果与“对平方误差取平均”吻合：本题的损失是对所有时刻、两个状态分量求和，不取平均。"
+S041_TERMINAL_ONLY = "结果与只用终点灵敏度 ∂x_N/∂p（2×3 矩阵，秩至多为 2）吻合：要把 k = 0..N 每个时刻的 ∂x_k/∂p 纵向堆叠成 2(N+1)×3 的矩阵再求秩。"
+S041_NO_THRESHOLD = "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。"
 
 
 def _sign_block(x, u, p):
@@ -245,17 +219,18 @@ def _fb_rank_cases():
     ]
 
 
+#: mistaken variants of the simulation: {name: (message, keyword arguments of the reference)}
 _SIM_VARIANTS = {
-    "explicit_euler": {"integrator": "explicit_euler"},
-    "s041_default_v_smooth": {"v_smooth": 0.01},
-    "s041_hard_sign": {"hard": True},
-    "s041_param_order": {"order": (0, 2, 1)},
+    "explicit_euler": (messages.EXPLICIT_EULER, {"integrator": "explicit_euler"}),
+    "s041_default_v_smooth": (S041_DEFAULT_V_SMOOTH, {"v_smooth": 0.01}),
+    "s041_hard_sign": (S041_HARD_SIGN, {"hard": True}),
+    "s041_param_order": (S041_PARAM_ORDER, {"order": (0, 2, 1)}),
 }
 _SYSID_VARIANTS = {
     **_SIM_VARIANTS,
-    "s041_x0_zero": {"x0_zero": True},
-    "s041_position_only": {"position_only": True},
-    "s041_mean": {"mean": True},
+    "s041_x0_zero": (S041_X0_ZERO, {"x0_zero": True}),
+    "s041_position_only": (S041_POSITION_ONLY, {"position_only": True}),
+    "s041_mean": (S041_MEAN, {"mean": True}),
 }
 
 
@@ -266,87 +241,59 @@ def _sysid_output(index):
     return ref
 
 
-register(
+_S04_1_EX2_CHECKS = (
     Check(
-        "s04_1_ex2", "simulate", 1.0, _fb_sim_cases,
+        "simulate", _fb_sim_cases,
         reference=lambda p, us, x0: fb_simulate(p, us, x0),
         outputs=(Output("状态轨迹", "exact"),),
-        mistakes={name: partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v) for name, v in _SIM_VARIANTS.items()},
+        mistakes={name: Mistake(message, partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v))
+                  for name, (message, v) in _SIM_VARIANTS.items()},
     ),
     Check(
-        "s04_1_ex2", "sysid_loss", 1.0, _fb_sysid_cases,
+        "sysid_loss", _fb_sysid_cases,
         reference=_sysid_output(0),
         outputs=(Output("辨识损失", "exact"),),
-        mistakes={name: partial(_sysid_output(0), **v) for name, v in _SYSID_VARIANTS.items()},
+        mistakes={name: Mistake(message, partial(_sysid_output(0), **v)) for name, (message, v) in _SYSID_VARIANTS.items()},
     ),
     Check(
-        "s04_1_ex2", "sysid_grad", 2.0, _fb_sysid_cases,
+        "sysid_grad", _fb_sysid_cases,
         reference=_sysid_output(1),
         outputs=(Output("损失对 p 的梯度", "exact"),),
-        mistakes={name: partial(_sysid_output(1), **v) for name, v in _SYSID_VARIANTS.items()},
+        mistakes={name: Mistake(message, partial(_sysid_output(1), **v)) for name, (message, v) in _SYSID_VARIANTS.items()},
     ),
     Check(
-        "s04_1_ex2", "sensitivity_rank", 3.0, _fb_rank_cases,
+        "sensitivity_rank", _fb_rank_cases,
         reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
         outputs=(Output("数值秩", "exact"),),
         mistakes={
-            "s041_terminal_only": lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True),
-            "s041_no_threshold": lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True),
+            "s041_terminal_only": Mistake(S041_TERMINAL_ONLY, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True)),
+            "s041_no_threshold": Mistake(S041_NO_THRESHOLD, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True)),
         },
     ),
 )
 
 
-_EX2_SIMULATE_OK = '''def simulate(p, us, x0):
-    p = jnp.asarray(p, dtype=jnp.float64)
-    prm = cl.FrictionBlockParams(mass=p[0], damping=p[1], coulomb=p[2], v_smooth=V_SMOOTH)
-    step = cl.semi_implicit_euler(cl.friction_block, DT)
-    return cl.rollout(step, jnp.asarray(x0, dtype=jnp.float64), jnp.reshape(jnp.asarray(us, dtype=jnp.float64), (-1, 1)), prm)
-'''
-_EX2_LOSS_OK = '''def sysid_loss(p, data):
-    xs_hat = jnp.asarray(data["xs"])
-    return jnp.sum((simulate(p, data["us"], xs_hat[0]) - xs_hat) ** 2)
-'''
-_EX2_GRAD_OK = '''def sysid_grad(p, data):
-    return jax.grad(sysid_loss)(jnp.asarray(p, dtype=jnp.float64), data)
-'''
-_EX2_RANK_OK = '''def sensitivity_rank(p, us, x0, rtol=RTOL):
-    s = jax.jacfwd(simulate)(jnp.asarray(p, dtype=jnp.float64), us, x0).reshape(-1, 3)
-    sv = np.linalg.svd(np.asarray(s), compute_uv=False)
-    return int(np.sum(sv > rtol * sv[0])) if sv[0] > 0 else 0
-'''
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-WRONG_ANSWERS["s04_1_ex2"] = [
-    # FrictionBlockParams built without v_smooth: the library default 0.01 instead of V_SMOOTH = 0.05.
-    WrongAnswer(
-        cells={
-            "simulate_answer": '''def simulate(p, us, x0):
-    p = jnp.asarray(p, dtype=jnp.float64)
-    prm = cl.FrictionBlockParams(mass=p[0], damping=p[1], coulomb=p[2])
-    step = cl.semi_implicit_euler(cl.friction_block, DT)
-    return cl.rollout(step, jnp.asarray(x0, dtype=jnp.float64), jnp.reshape(jnp.asarray(us, dtype=jnp.float64), (-1, 1)), prm)
-''',
-            "sysid_loss_answer": _EX2_LOSS_OK,
-            "sysid_grad_answer": _EX2_GRAD_OK,
-            "sensitivity_rank_answer": _EX2_RANK_OK,
-        },
-        feedback_contains="v_s = 0.01",
-    ),
-    # Mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only.
-    WrongAnswer(
-        cells={
-            "simulate_answer": _EX2_SIMULATE_OK,
-            "sysid_loss_answer": '''def sysid_loss(p, data):
-    xs_hat = jnp.asarray(data["xs"])
-    return jnp.mean((simulate(p, data["us"], xs_hat[0]) - xs_hat) ** 2)
-''',
-            "sysid_grad_answer": _EX2_GRAD_OK,
-            "sensitivity_rank_answer": '''def sensitivity_rank(p, us, x0, rtol=RTOL):
-    s_final = jax.jacfwd(lambda q: simulate(q, us, x0)[-1])(jnp.asarray(p, dtype=jnp.float64))  # dx_N/dp, 2x3
-    sv = np.linalg.svd(np.asarray(s_final), compute_uv=False)
-    return int(np.sum(sv > rtol * sv[0]))
-''',
-        },
-        feedback_contains="终点",
-    ),
-]
+EXERCISES = (
+    Exercise("s04_1_ex1", _S04_1_EX1_CHECKS, wrong_answers=(
+        # one rollout counted per component; the analytic gradient of explicit Euler (position with the old velocity)
+        WrongAnswer("2N", edits={
+            "fd_grad_answer": [("calls += 2", "calls += 1")],
+            "analytic_grad_answer": [("        v += dt * a\n        q_n += dt * v", "        q_n += dt * v\n        v += dt * a"),
+                                     ("(n - np.arange(n))", "(n - 1 - np.arange(n))")],
+        }),
+    )),
+    Exercise("s04_1_ex2", _S04_1_EX2_CHECKS,
+             constants={"DT": FB_DT, "V_SMOOTH": FB_V_SMOOTH, "RTOL": FB_RTOL}, wrong_answers=(
+        # FrictionBlockParams built without v_smooth: the library default 0.01 instead of V_SMOOTH = 0.05
+        WrongAnswer("v_s = 0.01", keep=("sysid_loss_answer", "sysid_grad_answer", "sensitivity_rank_answer"), edits={
+            "simulate_answer": [(", coulomb=p[2], v_smooth=V_SMOOTH)", ", coulomb=p[2])")],
+        }),
+        # mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only
+        WrongAnswer("终点", keep=("simulate_answer", "sysid_grad_answer"), edits={
+            "sysid_loss_answer": [("return jnp.sum((predicted - measured) ** 2)", "return jnp.mean((predicted - measured) ** 2)")],
+            "sensitivity_rank_answer": [("np.asarray(stacked).reshape(-1, 3)", "np.asarray(stacked)[-1]")],
+        }),
+    )),
+)

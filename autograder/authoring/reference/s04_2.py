@@ -17,26 +17,26 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("ab_continuous_time", "结果与连续时间矩阵 A_c=∂f/∂x、B_c=∂f/∂u 吻合：那是连续方程右端的导数，还没经过积分器；要对离散步进映射 F_h 求导。")
-add_mistake_message("ab_exact_zoh", "B 的第一个元素是 h²/2：这是输入在一步内保持不变时的精确离散化，不是题目要的欧拉格式（显式欧拉这里是 0，半隐式欧拉是 h²）。")
-add_mistake_message("lipm_explicit_euler", "结果与显式欧拉近似 A = I + Δt·A_c、B = Δt·B_c 吻合：那只是一阶近似，题目要求零阶保持下的精确离散化 A = e^{A_c Δt}（cosh/sinh 的形式）。")
-add_mistake_message("lipm_semi_implicit_euler", "结果与半隐式欧拉步的 Jacobian 吻合：题目要求零阶保持下的精确离散化（矩阵指数），不是任何一种欧拉格式。")
-add_mistake_message("lipm_rk4", "结果与单步 RK4 的 Jacobian 吻合：RK4 只把矩阵指数展开到 4 阶，误差约 (ωΔt)⁵/120；题目要求精确离散化。")
-add_mistake_message("lipm_omega_without_sqrt", "结果与 ω = g/h_com（忘了开方）时的值吻合：自然频率是 ω = √(g/h_com)，即 ω² = g/h_com。")
-add_mistake_message("lipm_rectangle_b", "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。")
-add_mistake_message("chain_transposed_steps", "每一步的 A_k 都被转置了：A_k[i, j] 应是 ∂x_{k+1}[i]/∂x_k[j]（行对应输出、列对应输入）。")
-add_mistake_message("chain_shifted_states", "结果与在 x_{k+1} 处线性化的值吻合：A_k、B_k 要在 (x_k, u_k) 处求，即用 xs 的前 N 行，而不是后 N 行。")
-add_mistake_message("chain_frobenius", "结果与 Frobenius 范数吻合：题目要的是谱范数 ‖A_k‖₂（最大奇异值），例如 np.linalg.norm(A, 2)。")
-add_mistake_message("chain_spectral_radius", "结果与谱半径 max|λ(A_k)| 吻合：题目要的是谱范数（最大奇异值）；对非正规矩阵两者并不相等。")
-add_mistake_message("chain_ascending", "奇异值的顺序反了：每一行应从大到小排列（σ₁ ≥ σ₂）；np.linalg.eigvalsh 等函数是从小到大返回的。")
-add_mistake_message("chain_step_singular_values", "结果与单个 A_k 的奇异值吻合：题目要的是累积乘积 Φ_k = A_k⋯A_1A_0 的奇异值。")
-add_mistake_message("chain_natural_log", "结果与自然对数 ln σ 吻合：题目要求以 10 为底的对数 log10 σ。")
-add_mistake_message("chain_norm_product", "结果与各步范数之积 ‖A_k‖₂⋯‖A_1‖₂·‖B_0‖₂ 吻合：那只是上界；应先把矩阵连乘起来，再对乘积取谱范数。")
+AB_CONTINUOUS_TIME = "结果与连续时间矩阵 A_c=∂f/∂x、B_c=∂f/∂u 吻合：那是连续方程右端的导数，还没经过积分器；要对离散步进映射 F_h 求导。"
+AB_EXACT_ZOH = "B 的第一个元素是 h²/2：这是输入在一步内保持不变时的精确离散化，不是题目要的欧拉格式（显式欧拉这里是 0，半隐式欧拉是 h²）。"
+LIPM_EXPLICIT_EULER = "结果与显式欧拉近似 A = I + Δt·A_c、B = Δt·B_c 吻合：那只是一阶近似，题目要求零阶保持下的精确离散化 A = e^{A_c Δt}（cosh/sinh 的形式）。"
+LIPM_SEMI_IMPLICIT_EULER = "结果与半隐式欧拉步的 Jacobian 吻合：题目要求零阶保持下的精确离散化（矩阵指数），不是任何一种欧拉格式。"
+LIPM_RK4 = "结果与单步 RK4 的 Jacobian 吻合：RK4 只把矩阵指数展开到 4 阶，误差约 (ωΔt)⁵/120；题目要求精确离散化。"
+LIPM_OMEGA_WITHOUT_SQRT = "结果与 ω = g/h_com（忘了开方）时的值吻合：自然频率是 ω = √(g/h_com)，即 ω² = g/h_com。"
+LIPM_RECTANGLE_B = "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。"
+CHAIN_TRANSPOSED_STEPS = "每一步的 A_k 都被转置了：A_k[i, j] 应是 ∂x_{k+1}[i]/∂x_k[j]（行对应输出、列对应输入）。"
+CHAIN_SHIFTED_STATES = "结果与在 x_{k+1} 处线性化的值吻合：A_k、B_k 要在 (x_k, u_k) 处求，即用 xs 的前 N 行，而不是后 N 行。"
+CHAIN_FROBENIUS = "结果与 Frobenius 范数吻合：题目要的是谱范数 ‖A_k‖₂（最大奇异值），例如 np.linalg.norm(A, 2)。"
+CHAIN_SPECTRAL_RADIUS = "结果与谱半径 max|λ(A_k)| 吻合：题目要的是谱范数（最大奇异值）；对非正规矩阵两者并不相等。"
+CHAIN_ASCENDING = "奇异值的顺序反了：每一行应从大到小排列（σ₁ ≥ σ₂）；np.linalg.eigvalsh 等函数是从小到大返回的。"
+CHAIN_STEP_SINGULAR_VALUES = "结果与单个 A_k 的奇异值吻合：题目要的是累积乘积 Φ_k = A_k⋯A_1A_0 的奇异值。"
+CHAIN_NATURAL_LOG = "结果与自然对数 ln σ 吻合：题目要求以 10 为底的对数 log10 σ。"
+CHAIN_NORM_PRODUCT = "结果与各步范数之积 ‖A_k‖₂⋯‖A_1‖₂·‖B_0‖₂ 吻合：那只是上界；应先把矩阵连乘起来，再对乘积取谱范数。"
 
 # --- exercise 1: double integrator, explicit vs semi-implicit Euler -------------------------------
 
@@ -71,14 +71,14 @@ def _ex1_cases():
 
 _AB_OUTPUTS = (Output("矩阵 A", "exact"), Output("矩阵 B", "exact"))
 
-register(
+_S04_2_EX1_CHECKS = (
     Check(
-        "s04_2_ex1", "ab_explicit", 2.0, _ex1_cases, reference=ab_explicit, outputs=_AB_OUTPUTS,
-        mistakes={"semi_implicit_euler": ab_semi_implicit, "ab_exact_zoh": _ab_exact, "ab_continuous_time": _ab_continuous},
+        "ab_explicit", _ex1_cases, reference=ab_explicit, outputs=_AB_OUTPUTS,
+        mistakes={"semi_implicit_euler": Mistake(messages.SEMI_IMPLICIT_EULER, ab_semi_implicit), "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact), "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous)},
     ),
     Check(
-        "s04_2_ex1", "ab_semi_implicit", 2.0, _ex1_cases, reference=ab_semi_implicit, outputs=_AB_OUTPUTS,
-        mistakes={"explicit_euler": ab_explicit, "ab_exact_zoh": _ab_exact, "ab_continuous_time": _ab_continuous},
+        "ab_semi_implicit", _ex1_cases, reference=ab_semi_implicit, outputs=_AB_OUTPUTS,
+        mistakes={"explicit_euler": Mistake(messages.EXPLICIT_EULER, ab_explicit), "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact), "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous)},
     ),
 )
 
@@ -153,26 +153,26 @@ def _ex2_sens_cases():
     return [{"h_com": float(h), "dt": dt, "N": n} for h, dt, n in zip(heights, (0.03, 0.01, 0.02, 0.05), (1, 37, 64, 9))]
 
 
-register(
+_S04_2_EX2_CHECKS = (
     Check(
-        "s04_2_ex2", "lipm_ab", 3.0, _ex2_ab_cases, reference=lipm_ab, outputs=_AB_OUTPUTS,
+        "lipm_ab", _ex2_ab_cases, reference=lipm_ab, outputs=_AB_OUTPUTS,
         mistakes={
-            "lipm_explicit_euler": _lipm_euler,
-            "lipm_semi_implicit_euler": _lipm_integrator("semi_implicit_euler"),
-            "lipm_rk4": _lipm_integrator("rk4"),
-            "lipm_omega_without_sqrt": _lipm_no_sqrt,
-            "lipm_rectangle_b": _lipm_rectangle,
-            "ab_continuous_time": lambda h_com, dt: _lipm_continuous(h_com),
+            "lipm_explicit_euler": Mistake(LIPM_EXPLICIT_EULER, _lipm_euler),
+            "lipm_semi_implicit_euler": Mistake(LIPM_SEMI_IMPLICIT_EULER, _lipm_integrator("semi_implicit_euler")),
+            "lipm_rk4": Mistake(LIPM_RK4, _lipm_integrator("rk4")),
+            "lipm_omega_without_sqrt": Mistake(LIPM_OMEGA_WITHOUT_SQRT, _lipm_no_sqrt),
+            "lipm_rectangle_b": Mistake(LIPM_RECTANGLE_B, _lipm_rectangle),
+            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, lambda h_com, dt: _lipm_continuous(h_com)),
         },
     ),
     Check(
-        "s04_2_ex2", "sensitivity", 2.0, _ex2_sens_cases, reference=sensitivity,
+        "sensitivity", _ex2_sens_cases, reference=sensitivity,
         outputs=(Output("∂x_N/∂u_0", "exact"),),
         mistakes={
-            "horizon_plus_one": _power_sensitivity(+1),
-            "horizon_minus_one": _power_sensitivity(-1),
-            "lipm_explicit_euler": lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler),
-            "lipm_omega_without_sqrt": lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, _power_sensitivity(+1)),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, _power_sensitivity(-1)),
+            "lipm_explicit_euler": Mistake(LIPM_EXPLICIT_EULER, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler)),
+            "lipm_omega_without_sqrt": Mistake(LIPM_OMEGA_WITHOUT_SQRT, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt)),
         },
     ),
 )
@@ -262,184 +262,82 @@ def _ex3_chain_cases(with_b):
     return cases
 
 
-register(
+_S04_2_EX3_CHECKS = (
     Check(
-        "s04_2_ex3", "step_jacobians", 2.0, _ex3_jac_cases, reference=step_jacobians,
+        "step_jacobians", _ex3_jac_cases, reference=step_jacobians,
         outputs=(Output("A_k 序列", "exact"), Output("B_k 序列", "exact")),
         mistakes={
-            "explicit_euler": lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler"),
-            "chain_shifted_states": lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1),
-            "chain_transposed_steps": lambda xs, us, dt: tuple(np.swapaxes(m, 1, 2) if i == 0 else m
-                                                            for i, m in enumerate(step_jacobians(xs, us, dt))),
-            "ab_continuous_time": _continuous_jacobians,
+            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler")),
+            "chain_shifted_states": Mistake(CHAIN_SHIFTED_STATES, lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1)),
+            "chain_transposed_steps": Mistake(CHAIN_TRANSPOSED_STEPS, lambda xs, us, dt: tuple(np.swapaxes(m, 1, 2) if i == 0 else m
+                                                            for i, m in enumerate(step_jacobians(xs, us, dt)))),
+            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _continuous_jacobians),
         },
     ),
     Check(
-        "s04_2_ex3", "step_norms", 1.0, _ex3_chain_cases(False), reference=step_norms,
+        "step_norms", _ex3_chain_cases(False), reference=step_norms,
         outputs=(Output("逐步谱范数", "exact"),),
-        mistakes={"chain_frobenius": lambda As: step_norms(As, "fro"), "chain_spectral_radius": _spectral_radius},
+        mistakes={"chain_frobenius": Mistake(CHAIN_FROBENIUS, lambda As: step_norms(As, "fro")), "chain_spectral_radius": Mistake(CHAIN_SPECTRAL_RADIUS, _spectral_radius)},
     ),
     Check(
-        "s04_2_ex3", "product_log10_sv", 2.0, _ex3_chain_cases(False), reference=product_log10_sv,
+        "product_log10_sv", _ex3_chain_cases(False), reference=product_log10_sv,
         # sigma_min of a product with condition number c carries a relative error ~ c * eps whatever
         # the method, so exact agreement to 1e4 eps is not attainable: compare to 1.5e-5 of max |log10 sigma|.
         outputs=(Output("乘积奇异值的 log10", "finite_difference"),),
         mistakes={
-            "chain_ascending": lambda As: product_log10_sv(As)[:, ::-1],
-            "chain_step_singular_values": lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False)),
-            "chain_natural_log": lambda As: np.log(10.0) * product_log10_sv(As),
-            "horizon_minus_one": lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]])),
+            "chain_ascending": Mistake(CHAIN_ASCENDING, lambda As: product_log10_sv(As)[:, ::-1]),
+            "chain_step_singular_values": Mistake(CHAIN_STEP_SINGULAR_VALUES, lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False))),
+            "chain_natural_log": Mistake(CHAIN_NATURAL_LOG, lambda As: np.log(10.0) * product_log10_sv(As)),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]]))),
         },
     ),
     Check(
-        "s04_2_ex3", "cumulative_grad_norms", 2.0, _ex3_chain_cases(True), reference=cumulative_grad_norms,
+        "cumulative_grad_norms", _ex3_chain_cases(True), reference=cumulative_grad_norms,
         outputs=(Output("累计梯度范数", "exact"),),
         mistakes={
-            "horizon_plus_one": lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))]),
-            "chain_norm_product": lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]])),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))])),
+            "chain_norm_product": Mistake(CHAIN_NORM_PRODUCT, lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]]))),
         },
     ),
 )
 
-# --- plausible wrong submissions ----------------------------------------------------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-_EX1_SEMI_IMPLICIT_OK = '''def ab_semi_implicit(dt):
-    return np.array([[1.0, dt], [0.0, 1.0]]), np.array([[dt * dt], [dt]])
-'''
+_FLOAT = ", dtype=np.float64)"
 
-_EX2_LIPM_AB_OK = '''def lipm_ab(h_com, dt):
-    w2 = G / h_com
-    aug = np.zeros((3, 3))
-    aug[0, 1], aug[1, 0], aug[1, 2] = 1.0, w2, -w2
-    E = np.asarray(jax.scipy.linalg.expm(jnp.asarray(aug * dt)))
-    return E[:2, :2], E[:2, 2:]
-'''
-
-_EX3_OK = {
-    "step_jacobians_answer": '''def step_jacobians(xs, us, dt):
-    step = make_step(dt)
-    jac = jax.jit(jax.jacobian(step, argnums=(0, 1)))
-    pairs = [jac(jnp.asarray(xs[k]), jnp.asarray(us[k]), P_PEND) for k in range(len(us))]
-    return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
-''',
-    "step_norms_answer": '''def step_norms(As):
-    return np.array([np.linalg.norm(A, 2) for A in As])
-''',
-    "product_log10_sv_answer": '''def product_log10_sv(As):
-    Phi, rows = np.eye(2), []
-    for A in As:
-        Phi = A @ Phi
-        rows.append(np.log10(np.linalg.svd(Phi, compute_uv=False)))
-    return np.array(rows)
-''',
-    "cumulative_grad_norms_answer": '''def cumulative_grad_norms(As, Bs):
-    J, out = Bs[0], []
-    for k in range(len(As)):
-        if k > 0:
-            J = As[k] @ J
-        out.append(np.linalg.norm(J, 2))
-    return np.array(out)
-''',
-}
-
-# Each wrong submission fills every solution cell of its notebook: the named bug in some, a correct
-# answer in the others (so the bug is isolated and the score is partial, as for a real student).
-WRONG_ANSWERS = {
-    "s04_2_ex1": [
-        WrongAnswer(  # the two schemes swapped
-            cells={
-                "ab_explicit_answer": '''def ab_explicit(dt):
-    A = np.array([[1.0, dt], [0.0, 1.0]])
-    B = np.array([[dt**2], [dt]])
-    return A, B
-''',
-                "ab_semi_implicit_answer": '''def ab_semi_implicit(dt):
-    A = np.array([[1.0, dt], [0.0, 1.0]])
-    B = np.array([[0.0], [dt]])
-    return A, B
-''',
-            },
-            feedback_contains="题目要求半隐式欧拉",
-        ),
-        WrongAnswer(  # rows and columns mixed up in the explicit scheme: A transposed, B returned as a row
-            cells={
-                "ab_explicit_answer": '''def ab_explicit(dt):
-    A = np.array([[1.0, 0.0], [dt, 1.0]])
-    B = np.array([[0.0, dt]])
-    return A, B
-''',
-                "ab_semi_implicit_answer": _EX1_SEMI_IMPLICIT_OK,
-            },
-            feedback_contains="转置",
-        ),
-    ],
-    "s04_2_ex2": [
-        WrongAnswer(  # the continuous matrices through explicit Euler instead of the exact ZOH map
-            cells={
-                "lipm_ab_answer": '''def lipm_ab(h_com, dt):
-    w2 = G / h_com
-    A = np.eye(2) + dt * np.array([[0.0, 1.0], [w2, 0.0]])
-    B = dt * np.array([[0.0], [-w2]])
-    return A, B
-''',
-                "sensitivity_answer": '''def sensitivity(h_com, dt, N):
-    A, B = lipm_ab(h_com, dt)
-    return np.linalg.matrix_power(A, N - 1) @ B
-''',
-            },
-            feedback_contains="零阶保持",
-        ),
-        WrongAnswer(  # one power of A too many
-            cells={
-                "lipm_ab_answer": _EX2_LIPM_AB_OK,
-                "sensitivity_answer": '''def sensitivity(h_com, dt, N):
-    A, B = lipm_ab(h_com, dt)
-    return np.linalg.matrix_power(A, N) @ B
-''',
-            },
-            feedback_contains="多算一步",
-        ),
-    ],
-    "s04_2_ex3": [
-        WrongAnswer(  # Frobenius norm per step; singular values from eigvalsh of the Gram matrix (ascending)
-            cells={
-                **_EX3_OK,
-                "step_norms_answer": '''def step_norms(As):
-    return np.array([np.linalg.norm(A) for A in As])
-''',
-                "product_log10_sv_answer": '''def product_log10_sv(As):
-    Phi = np.eye(2)
-    rows = []
-    for A in As:
-        Phi = A @ Phi
-        rows.append(0.5 * np.log10(np.linalg.eigvalsh(Phi.T @ Phi)))
-    return np.array(rows)
-''',
-            },
-            feedback_contains="从大到小",
-        ),
-        WrongAnswer(  # Jacobians transposed per step; the gradient "norm" as a product of step norms
-            cells={
-                **_EX3_OK,
-                "step_jacobians_answer": '''def step_jacobians(xs, us, dt):
-    jac = jax.jit(jax.jacobian(make_step(dt), argnums=(0, 1)))
-    As, Bs = [], []
-    for k in range(us.shape[0]):
-        A, B = jac(jnp.asarray(xs[k]), jnp.asarray(us[k]), P_PEND)
-        As.append(np.asarray(A).T)
-        Bs.append(np.asarray(B))
-    return np.array(As), np.array(Bs)
-''',
-                "cumulative_grad_norms_answer": '''def cumulative_grad_norms(As, Bs):
-    g = np.linalg.norm(Bs[0], 2)
-    out = [g]
-    for A in As[1:]:
-        g = g * np.linalg.norm(A, 2)
-        out.append(g)
-    return np.array(out)
-''',
-            },
-            feedback_contains="上界",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_2_ex1", _S04_2_EX1_CHECKS, constants={"P_DI": _DI}, wrong_answers=(
+        WrongAnswer("题目要求半隐式欧拉", edits={  # the two schemes swapped
+            "ab_explicit_answer": [("B = np.array([[0.0], [dt]]" + _FLOAT, "B = np.array([[dt * dt], [dt]]" + _FLOAT)],
+            "ab_semi_implicit_answer": [("B = np.array([[dt * dt], [dt]]" + _FLOAT, "B = np.array([[0.0], [dt]]" + _FLOAT)],
+        }),
+        WrongAnswer("转置", keep=("ab_semi_implicit_answer",), edits={  # rows and columns mixed up: A transposed, B a row
+            "ab_explicit_answer": [("A = np.array([[1.0, dt], [0.0, 1.0]]", "A = np.array([[1.0, 0.0], [dt, 1.0]]"),
+                                   ("B = np.array([[0.0], [dt]]", "B = np.array([[0.0, dt]]")],
+        }),
+    )),
+    Exercise("s04_2_ex2", _S04_2_EX2_CHECKS, constants={"G": GRAVITY}, wrong_answers=(
+        WrongAnswer("零阶保持", keep=("sensitivity_answer",), edits={  # explicit Euler instead of the exact ZOH map
+            "lipm_ab_answer": [("    A = np.array([[ch, sh / w], [w * sh, ch]]" + _FLOAT + "\n    B = np.array([[1.0 - ch], [-w * sh]]" + _FLOAT,
+                                "    A = np.eye(2) + dt * np.array([[0.0, 1.0], [w * w, 0.0]])\n    B = dt * np.array([[0.0], [-w * w]])")],
+        }),
+        WrongAnswer("多算一步", keep=("lipm_ab_answer",), edits={  # one power of A too many
+            "sensitivity_answer": [("np.linalg.matrix_power(A, int(N) - 1)", "np.linalg.matrix_power(A, int(N))")],
+        }),
+    )),
+    Exercise("s04_2_ex3", _S04_2_EX3_CHECKS, constants={"P_PEND": _PEND}, wrong_answers=(
+        # Frobenius norm per step; singular values from eigvalsh of the Gram matrix (ascending)
+        WrongAnswer("从大到小", keep=("step_jacobians_answer", "cumulative_grad_norms_answer"), edits={
+            "step_norms_answer": [("return np.linalg.svd(np.asarray(As), compute_uv=False)[:, 0]",
+                                   "return np.array([np.linalg.norm(A) for A in As])")],
+            "product_log10_sv_answer": [("rows.append(np.linalg.svd(Phi, compute_uv=False))  # svd 已按从大到小排好",
+                                         "rows.append(np.sqrt(np.linalg.eigvalsh(Phi.T @ Phi)))")],
+        }),
+        # Jacobians transposed per step; the gradient "norm" as a product of step norms
+        WrongAnswer("上界", keep=("step_norms_answer", "product_log10_sv_answer"), edits={
+            "step_jacobians_answer": [("return np.asarray(As), np.asarray(Bs)", "return np.swapaxes(np.asarray(As), 1, 2), np.asarray(Bs)")],
+            "cumulative_grad_norms_answer": [("        J = A_k @ J  # dx_{k+1}/du_0 = A_k dx_k/du_0\n        out.append(np.linalg.norm(J, 2))",
+                                              "        out.append(out[-1] * np.linalg.norm(A_k, 2))")],
+        }),
+    )),
+)

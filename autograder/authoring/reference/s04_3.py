@@ -16,32 +16,32 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s043_amp_explicit_is_implicit", "“显式欧拉”这一项等于隐式欧拉的 1/(1−ha)：显式与隐式欧拉的放大因子很可能对调了。")
-add_mistake_message("s043_amp_implicit_at_xk", "“隐式欧拉”这一项等于 1+ha，也就是把 f 取在了已知的 x_k 处（那是显式欧拉）；隐式欧拉要用 x_{k+1} 处的斜率，解出 x_{k+1} = x_k/(1−ha)。也可能是两种方法对调了。")
-add_mistake_message("s043_amp_implicit_sign", "“隐式欧拉”这一项等于 1/(1+ha)：把 h·a·x_{k+1} 移到等式左边时符号错了，应为 (1−ha)·x_{k+1} = x_k。")
-add_mistake_message("s043_midpoint_full_step", "中点法这一项等于 1+z+z²（z=ha）：中间点应只走半步 x_k + (h/2)·f(x_k)，你走了整步。")
-add_mistake_message("s043_midpoint_implicit", "中点法这一项等于隐式中点法的 (1+z/2)/(1−z/2)：本题要的是显式中点法 x_{k+1} = x_k + h·f(x_k + (h/2)·f(x_k))。")
-add_mistake_message("s043_midpoint_is_euler", "中点法这一项等于 1+ha（显式欧拉）：中间点的斜率没有用上，漏了 z²/2 这一项。")
-add_mistake_message("s043_mask_inverted", "掩码与参考值处处相反：你标出的是 |R(z)| > 1 的不稳定区域，题目要的是 |R(z)| ≤ 1。")
-add_mistake_message("s043_mask_euler_swapped", "这个掩码与另一种欧拉法的稳定域一致：显式欧拉（圆心 −1、半径 1 的圆盘）与隐式欧拉（圆心 +1、半径 1 的圆盘之外）很可能对调了。")
-add_mistake_message("s043_mask_real_part_only", "掩码与“只用 z 的实部”算出的结果一致：z = z_re + i·z_im 是复数，|R(z)| 要用复数模计算（可用 z = z_re + 1j*z_im）。")
-add_mistake_message("s043_mask_midpoint_implicit", "中点法的掩码恰好是左半平面，那是隐式中点法的稳定域：本题要显式中点法 R(z) = 1 + z + z²/2。")
-add_mistake_message("s043_coupling_sign", "结果与“耦合弹簧力符号写反”的模型一致：质量 1 受力 +k(q₂−q₁)，质量 2 受力 −k(q₂−q₁)，弹簧把两个质量拉向彼此。")
-add_mistake_message("s043_masses_swapped", "结果与 m₁、m₂ 对调后的模型一致：检查两个加速度分别除以哪个质量。")
-add_mistake_message("s043_implicit_used_explicit", "结果与显式欧拉一步一致：隐式欧拉的斜率取在未知的 x_{k+1} 处，要解线性方程 (I − hJ)·x_{k+1} = x_k，而不是直接用 f(x_k)。")
-add_mistake_message("s043_implicit_matrix_sign", "结果与解 (I + hJ)·x_{k+1} = x_k 一致：把 h·J·x_{k+1} 移到左边时要变号，矩阵应为 I − hJ。")
-add_mistake_message("s043_implicit_transposed", "结果与解 (I − hJ)ᵀ·x_{k+1} = x_k 一致：系统矩阵 J 的行列弄反了，J[i, j] 应是 ∂ẋ_i/∂x_j。")
-add_mistake_message("s043_energy_no_coupling", "能量与“漏掉耦合弹簧势能 ½k(q₂−q₁)²”的结果一致：两根弹簧的势能都要算上。")
-add_mistake_message("s043_energy_coupling_q2", "能量与“把耦合弹簧伸长量写成 q₂”的结果一致：连接两个质量的弹簧伸长量是 q₂ − q₁。")
-add_mistake_message("s043_energy_no_wall", "能量与“漏掉墙边弹簧势能 ½k_wall·q₁²”的结果一致：两根弹簧的势能都要算上。")
-add_mistake_message("s043_energy_shifted", "能量序列与“从 x₁ 开始记录、多走一步”一致（off-by-one）：第 0 个值应是初始状态 x₀ 的能量，之后每步一个，共 N+1 个。")
-add_mistake_message("s043_natural_log", "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。")
-add_mistake_message("s043_norm_positions_only", "结果与“只对位置分量 (q₁, q₂) 求范数”一致：∂x_N/∂k 有四个分量 (q₁, q₂, v₁, v₂)，要对整个向量求 2-范数。")
+S043_AMP_EXPLICIT_IS_IMPLICIT = "“显式欧拉”这一项等于隐式欧拉的 1/(1−ha)：显式与隐式欧拉的放大因子很可能对调了。"
+S043_AMP_IMPLICIT_AT_XK = "“隐式欧拉”这一项等于 1+ha，也就是把 f 取在了已知的 x_k 处（那是显式欧拉）；隐式欧拉要用 x_{k+1} 处的斜率，解出 x_{k+1} = x_k/(1−ha)。也可能是两种方法对调了。"
+S043_AMP_IMPLICIT_SIGN = "“隐式欧拉”这一项等于 1/(1+ha)：把 h·a·x_{k+1} 移到等式左边时符号错了，应为 (1−ha)·x_{k+1} = x_k。"
+S043_MIDPOINT_FULL_STEP = "中点法这一项等于 1+z+z²（z=ha）：中间点应只走半步 x_k + (h/2)·f(x_k)，你走了整步。"
+S043_MIDPOINT_IMPLICIT = "中点法这一项等于隐式中点法的 (1+z/2)/(1−z/2)：本题要的是显式中点法 x_{k+1} = x_k + h·f(x_k + (h/2)·f(x_k))。"
+S043_MIDPOINT_IS_EULER = "中点法这一项等于 1+ha（显式欧拉）：中间点的斜率没有用上，漏了 z²/2 这一项。"
+S043_MASK_INVERTED = "掩码与参考值处处相反：你标出的是 |R(z)| > 1 的不稳定区域，题目要的是 |R(z)| ≤ 1。"
+S043_MASK_EULER_SWAPPED = "这个掩码与另一种欧拉法的稳定域一致：显式欧拉（圆心 −1、半径 1 的圆盘）与隐式欧拉（圆心 +1、半径 1 的圆盘之外）很可能对调了。"
+S043_MASK_REAL_PART_ONLY = "掩码与“只用 z 的实部”算出的结果一致：z = z_re + i·z_im 是复数，|R(z)| 要用复数模计算（可用 z = z_re + 1j*z_im）。"
+S043_MASK_MIDPOINT_IMPLICIT = "中点法的掩码恰好是左半平面，那是隐式中点法的稳定域：本题要显式中点法 R(z) = 1 + z + z²/2。"
+S043_COUPLING_SIGN = "结果与“耦合弹簧力符号写反”的模型一致：质量 1 受力 +k(q₂−q₁)，质量 2 受力 −k(q₂−q₁)，弹簧把两个质量拉向彼此。"
+S043_MASSES_SWAPPED = "结果与 m₁、m₂ 对调后的模型一致：检查两个加速度分别除以哪个质量。"
+S043_IMPLICIT_USED_EXPLICIT = "结果与显式欧拉一步一致：隐式欧拉的斜率取在未知的 x_{k+1} 处，要解线性方程 (I − hJ)·x_{k+1} = x_k，而不是直接用 f(x_k)。"
+S043_IMPLICIT_MATRIX_SIGN = "结果与解 (I + hJ)·x_{k+1} = x_k 一致：把 h·J·x_{k+1} 移到左边时要变号，矩阵应为 I − hJ。"
+S043_IMPLICIT_TRANSPOSED = "结果与解 (I − hJ)ᵀ·x_{k+1} = x_k 一致：系统矩阵 J 的行列弄反了，J[i, j] 应是 ∂ẋ_i/∂x_j。"
+S043_ENERGY_NO_COUPLING = "能量与“漏掉耦合弹簧势能 ½k(q₂−q₁)²”的结果一致：两根弹簧的势能都要算上。"
+S043_ENERGY_COUPLING_Q2 = "能量与“把耦合弹簧伸长量写成 q₂”的结果一致：连接两个质量的弹簧伸长量是 q₂ − q₁。"
+S043_ENERGY_NO_WALL = "能量与“漏掉墙边弹簧势能 ½k_wall·q₁²”的结果一致：两根弹簧的势能都要算上。"
+S043_ENERGY_SHIFTED = "能量序列与“从 x₁ 开始记录、多走一步”一致（off-by-one）：第 0 个值应是初始状态 x₀ 的能量，之后每步一个，共 N+1 个。"
+S043_NATURAL_LOG = "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。"
+S043_NORM_POSITIONS_ONLY = "结果与“只对位置分量 (q₁, q₂) 求范数”一致：∂x_N/∂k 有四个分量 (q₁, q₂, v₁, v₂)，要对整个向量求 2-范数。"
 
 
 # --- s04_3_ex1: amplification factors and stability masks ----------------------------------------
@@ -155,29 +155,29 @@ def _mask_variant(explicit=None, implicit=None, midpoint=None, real_only=False, 
 _AMP_OUTPUTS = (Output("显式欧拉的放大因子", "exact"), Output("隐式欧拉的放大因子", "exact"), Output("显式中点法的放大因子", "exact"))
 _MASK_OUTPUTS = (Output("显式欧拉的稳定掩码"), Output("隐式欧拉的稳定掩码"), Output("显式中点法的稳定掩码"))
 
-register(
+_S04_3_EX1_CHECKS = (
     Check(
-        "s04_3_ex1", "amplification_factors", 3.0, _amp_cases,
+        "amplification_factors", _amp_cases,
         reference=amplification_factors,
         outputs=_AMP_OUTPUTS,
         mistakes={
-            "s043_amp_explicit_is_implicit": _amp_variant(explicit=_CLOSED_R["implicit_euler"]),
-            "s043_amp_implicit_at_xk": _amp_variant(implicit=_CLOSED_R["explicit_euler"]),
-            "s043_amp_implicit_sign": _amp_variant(implicit=lambda z: 1 / (1 + z)),
-            "s043_midpoint_full_step": _amp_variant(midpoint=lambda z: 1 + z + z**2),
-            "s043_midpoint_implicit": _amp_variant(midpoint=_CLOSED_R["implicit_midpoint"]),
-            "s043_midpoint_is_euler": _amp_variant(midpoint=_CLOSED_R["explicit_euler"]),
+            "s043_amp_explicit_is_implicit": Mistake(S043_AMP_EXPLICIT_IS_IMPLICIT, _amp_variant(explicit=_CLOSED_R["implicit_euler"])),
+            "s043_amp_implicit_at_xk": Mistake(S043_AMP_IMPLICIT_AT_XK, _amp_variant(implicit=_CLOSED_R["explicit_euler"])),
+            "s043_amp_implicit_sign": Mistake(S043_AMP_IMPLICIT_SIGN, _amp_variant(implicit=lambda z: 1 / (1 + z))),
+            "s043_midpoint_full_step": Mistake(S043_MIDPOINT_FULL_STEP, _amp_variant(midpoint=lambda z: 1 + z + z**2)),
+            "s043_midpoint_implicit": Mistake(S043_MIDPOINT_IMPLICIT, _amp_variant(midpoint=_CLOSED_R["implicit_midpoint"])),
+            "s043_midpoint_is_euler": Mistake(S043_MIDPOINT_IS_EULER, _amp_variant(midpoint=_CLOSED_R["explicit_euler"])),
         },
     ),
     Check(
-        "s04_3_ex1", "stability_mask", 3.0, _mask_cases,
+        "stability_mask", _mask_cases,
         reference=stability_mask,
         outputs=_MASK_OUTPUTS,
         mistakes={
-            "s043_mask_inverted": _mask_variant(invert=True),
-            "s043_mask_euler_swapped": _mask_variant(explicit="implicit_euler", implicit="explicit_euler"),
-            "s043_mask_real_part_only": _mask_variant(real_only=True),
-            "s043_mask_midpoint_implicit": _mask_variant(midpoint="implicit_midpoint"),
+            "s043_mask_inverted": Mistake(S043_MASK_INVERTED, _mask_variant(invert=True)),
+            "s043_mask_euler_swapped": Mistake(S043_MASK_EULER_SWAPPED, _mask_variant(explicit="implicit_euler", implicit="explicit_euler")),
+            "s043_mask_real_part_only": Mistake(S043_MASK_REAL_PART_ONLY, _mask_variant(real_only=True)),
+            "s043_mask_midpoint_implicit": Mistake(S043_MASK_MIDPOINT_IMPLICIT, _mask_variant(midpoint="implicit_midpoint")),
         },
     ),
 )
@@ -335,144 +335,86 @@ def _grad_cases():
 
 _STEP_OUTPUTS = (Output("下一步状态 x_{k+1}", "exact"),)
 
-register(
+_S04_3_EX2_CHECKS = (
     Check(
-        "s04_3_ex2", "step_explicit", 2.0, _step_cases,
+        "step_explicit", _step_cases,
         reference=step_explicit,
         outputs=_STEP_OUTPUTS,
         mistakes={
-            "s043_coupling_sign": _one_step("explicit", "coupling_sign"),
-            "s043_masses_swapped": _one_step("explicit", "masses_swapped"),
-            "semi_implicit_euler": _one_step("semi_implicit"),
+            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, _one_step("explicit", "coupling_sign")),
+            "s043_masses_swapped": Mistake(S043_MASSES_SWAPPED, _one_step("explicit", "masses_swapped")),
+            "semi_implicit_euler": Mistake(messages.SEMI_IMPLICIT_EULER, _one_step("semi_implicit")),
         },
     ),
     Check(
-        "s04_3_ex2", "step_implicit", 2.0, _step_cases,
+        "step_implicit", _step_cases,
         reference=step_implicit,
         outputs=_STEP_OUTPUTS,
         mistakes={
-            "s043_implicit_used_explicit": step_explicit,
-            "s043_implicit_matrix_sign": _one_step("implicit", matrix="I+hJ"),
-            "s043_implicit_transposed": _one_step("implicit", matrix="transposed"),
-            "s043_coupling_sign": _one_step("implicit", "coupling_sign"),
-            "s043_masses_swapped": _one_step("implicit", "masses_swapped"),
+            "s043_implicit_used_explicit": Mistake(S043_IMPLICIT_USED_EXPLICIT, step_explicit),
+            "s043_implicit_matrix_sign": Mistake(S043_IMPLICIT_MATRIX_SIGN, _one_step("implicit", matrix="I+hJ")),
+            "s043_implicit_transposed": Mistake(S043_IMPLICIT_TRANSPOSED, _one_step("implicit", matrix="transposed")),
+            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, _one_step("implicit", "coupling_sign")),
+            "s043_masses_swapped": Mistake(S043_MASSES_SWAPPED, _one_step("implicit", "masses_swapped")),
         },
     ),
     Check(
-        "s04_3_ex2", "energy_rollout", 2.0, _energy_cases,
+        "energy_rollout", _energy_cases,
         reference=energy_rollout,
         outputs=(Output("显式欧拉轨迹上的能量", "exact"), Output("隐式欧拉轨迹上的能量", "exact")),
         mistakes={
-            "s043_energy_no_coupling": lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_coupling"),
-            "s043_energy_coupling_q2": lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_coupling_q2"),
-            "s043_energy_no_wall": lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_wall"),
-            "s043_energy_shifted": lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, shift=1),
-            "s043_coupling_sign": lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, dynamics="coupling_sign"),
+            "s043_energy_no_coupling": Mistake(S043_ENERGY_NO_COUPLING, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_coupling")),
+            "s043_energy_coupling_q2": Mistake(S043_ENERGY_COUPLING_Q2, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_coupling_q2")),
+            "s043_energy_no_wall": Mistake(S043_ENERGY_NO_WALL, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_wall")),
+            "s043_energy_shifted": Mistake(S043_ENERGY_SHIFTED, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, shift=1)),
+            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, dynamics="coupling_sign")),
         },
     ),
     Check(
-        "s04_3_ex2", "grad_norm_sweep", 3.0, _grad_cases,
+        "grad_norm_sweep", _grad_cases,
         reference=grad_norm_sweep,
         outputs=(Output("显式欧拉的 log10‖∂x_N/∂k‖", "exact"), Output("隐式欧拉的 log10‖∂x_N/∂k‖", "exact")),
         mistakes={
-            "horizon_minus_one": lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks),
-            "horizon_plus_one": lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps + 1, ks),
-            "s043_natural_log": lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, log=np.log),
-            "s043_norm_positions_only": lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, components=slice(0, 2)),
-            "s043_coupling_sign": lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, dynamics="coupling_sign"),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks)),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps + 1, ks)),
+            "s043_natural_log": Mistake(S043_NATURAL_LOG, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, log=np.log)),
+            "s043_norm_positions_only": Mistake(S043_NORM_POSITIONS_ONLY, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, components=slice(0, 2))),
+            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, dynamics="coupling_sign")),
         },
     ),
 )
 
 
-# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-WRONG_ANSWERS = {
-    "s04_3_ex1": [
-        WrongAnswer(
-            cells={
-                "amplification_answer": '''def amplification_factors(h, a):
-    z = np.asarray(h, dtype=np.float64) * np.asarray(a, dtype=np.float64)
-    # explicit Euler "divides", implicit Euler "multiplies" (the two are swapped)
-    return 1.0 / (1.0 - z), 1.0 + z, 1.0 + z + z**2 / 2
-''',
-                "stability_mask_answer": '''def stability_mask(z_re, z_im):
-    z = np.asarray(z_re) + 1j * np.asarray(z_im)
-    R = (1 + z, 1 / (1 - z), 1 + z + z**2 / 2)
-    return tuple(np.abs(r) > 1 for r in R)  # marks the unstable points
-''',
-            },
-            feedback_contains="对调",
-        ),
-        WrongAnswer(
-            cells={
-                "amplification_answer": '''def amplification_factors(h, a):
-    z = np.asarray(h, dtype=np.float64) * np.asarray(a, dtype=np.float64)
-    return 1.0 + z, 1.0 / (1.0 - z), 1.0 + z + z**2  # midpoint stage taken with a full step
-''',
-                "stability_mask_answer": '''def stability_mask(z_re, z_im):
-    z = np.asarray(z_re, dtype=np.float64)  # imaginary part forgotten
-    R = (1 + z, 1 / (1 - z), 1 + z + z**2 / 2)
-    return tuple(np.abs(r) <= 1 for r in R)
-''',
-            },
-            feedback_contains="只走半步",
-        ),
-    ],
-    "s04_3_ex2": [
-        WrongAnswer(
-            cells={
-                "step_explicit_answer": '''def step_explicit(x, h, k):
-    q1, q2, v1, v2 = x[0], x[1], x[2], x[3]
-    a1 = (-K_WALL * q1 - k * (q2 - q1)) / M1   # coupling force with the wrong sign
-    a2 = (k * (q2 - q1)) / M2
-    return jnp.asarray(x) + h * jnp.stack([v1, v2, a1, a2])
-''',
-                "step_implicit_answer": '''def step_implicit(x, h, k):
-    return jnp.asarray(x) + h * f(jnp.asarray(x), k)   # slope taken at x_k
-''',
-            },
-            feedback_contains="I − hJ",
-        ),
-        WrongAnswer(
-            cells={
-                "step_explicit_answer": '''def step_explicit(x, h, k):
-    return jnp.asarray(x) + h * f(jnp.asarray(x), k)
-''',
-                "step_implicit_answer": '''def step_implicit(x, h, k):
-    J = jax.jacfwd(f)(jnp.zeros(4), k)
-    return jnp.linalg.solve(jnp.eye(4) - h * J, jnp.asarray(x))
-''',
-                "energy_answer": '''def energy(x, k):
-    q1, q2, v1, v2 = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
-    return 0.5 * (M1 * v1**2 + M2 * v2**2 + K_WALL * q1**2)   # coupling spring forgotten
-
-
-def energy_rollout(x0, h, k, n_steps):
-    out = []
-    for step in (step_explicit, step_implicit):
-        x = jnp.asarray(x0)
-        es = [energy(x, k)]
-        for _ in range(n_steps):
-            x = step(x, h, k)
-            es.append(energy(x, k))
-        out.append(jnp.stack(es))
-    return tuple(out)
-''',
-                "grad_norm_answer": '''def grad_norm_sweep(x0, h, n_steps, ks):
-    out = []
-    for step in (step_explicit, step_implicit):
-        def final_state(k):
-            x = jnp.asarray(x0)
-            for _ in range(n_steps - 1):   # one step short
-                x = step(x, h, k)
-            return x
-        sens = jax.vmap(jax.jacfwd(final_state))(jnp.asarray(ks))
-        out.append(jnp.log10(jnp.linalg.norm(sens, axis=1)))
-    return tuple(out)
-''',
-            },
-            feedback_contains="耦合弹簧势能",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_3_ex1", _S04_3_EX1_CHECKS, wrong_answers=(
+        # explicit and implicit Euler swapped; the mask marks the unstable points
+        WrongAnswer("对调", edits={
+            "amplification_answer": [("return r_explicit, r_implicit, r_midpoint", "return r_implicit, r_explicit, r_midpoint")],
+            "stability_mask_answer": [("np.abs(r) <= 1.0", "np.abs(r) > 1.0")],
+        }),
+        # midpoint stage taken with a full step; the imaginary part of z forgotten
+        WrongAnswer("只走半步", edits={
+            "amplification_answer": [("1.0 + z * (1.0 + 0.5 * z)", "1.0 + z * (1.0 + z)      ")],
+            "stability_mask_answer": [(" + 1j * np.asarray(z_im, dtype=np.float64)", "")],
+        }),
+    )),
+    Exercise("s04_3_ex2", _S04_3_EX2_CHECKS, constants={"M1": M1, "M2": M2, "K_WALL": K_WALL}, wrong_answers=(
+        # coupling force with the wrong sign in the explicit step; the implicit step takes the slope at x_k
+        WrongAnswer("I − hJ", edits={
+            "step_explicit_answer": [("    return x + h * f(x, k)",
+                                      "    q1, q2, v1, v2 = x[0], x[1], x[2], x[3]\n"
+                                      "    a1 = (-K_WALL * q1 - k * (q2 - q1)) / M1\n"
+                                      "    a2 = (k * (q2 - q1)) / M2\n"
+                                      "    return x + h * jnp.stack([v1, v2, a1, a2])")],
+            "step_implicit_answer": [("    lhs = jnp.eye(4) - h * system_matrix(k)\n    return jnp.linalg.solve(lhs, jnp.asarray(x))",
+                                      "    x = jnp.asarray(x)\n    return x + h * f(x, k)")],
+        }),
+        # the coupling spring's potential forgotten; the sensitivity rollout one step short
+        WrongAnswer("耦合弹簧势能", keep=("step_explicit_answer", "step_implicit_answer"), edits={
+            "energy_answer": [("    potential = 0.5 * K_WALL * q1**2 + 0.5 * k * (q2 - q1) ** 2", "    potential = 0.5 * K_WALL * q1**2")],
+            "grad_norm_answer": [("            for _ in range(n_steps):", "            for _ in range(n_steps - 1):")],
+        }),
+    )),
+)

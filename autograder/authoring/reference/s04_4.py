@@ -21,30 +21,29 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s044_naive_flip_end", "结果与“先按自由落体走完整步、穿地后再把末速度反向乘 e”的朴素映射一致：碰撞时刻 t* 没有进入映射，位置也停在了地面以下。应先求出步内的触地时刻 t*，在 t* 处反射速度，再用剩下的 τ = h − t* 继续飞行。")
-add_mistake_message("s044_naive_semi_implicit", "结果与 cl.naive_impact_step（半隐式欧拉走一步、穿地后再反向速度）一致：碰撞时刻 t* 没有进入映射。本题要的是在步内定位碰撞时刻的精确映射。")
-add_mistake_message("s044_no_restitution", "结果与 e = 1（完全弹性）的映射一致：反射时漏了恢复系数，碰后速度应为 v♯ = −e·v⁻。")
-add_mistake_message("s044_stop_at_impact", "结果停在了碰撞瞬间（y = 0，v = −e·v⁻）：反射之后还要用剩余时间 τ = h − t* 从地面继续飞行。")
-add_mistake_message("s044_dv_naive", "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。")
-add_mistake_message("s044_dv_no_restitution", "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。")
-add_mistake_message("s044_dv_tstar_fixed", "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。")
-add_mistake_message("s044_sigmoid_flipped", "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。")
-add_mistake_message("s044_grad_missing_alpha", "导数与 σ(αz)·(1 − σ(αz)) 一致：链式法则漏了内层 αz 对 z 的导数，也就是因子 α。")
-add_mistake_message("s044_grad_wrt_alpha", "导数与 z·σ(αz)·(1 − σ(αz)) 一致：这是对 α 的导数，题目要的是对 z 的导数。")
-add_mistake_message("s044_ratio_inverted", "比值与 λ_n/|λ_t| 一致：比值写反了，应为切向/法向 |λ_t|/λ_n（滑动时恰好等于 μ）。")
-add_mistake_message("s044_ratio_signed", "比值与 λ_t/λ_n（没取绝对值）一致：切向力有正有负，比值要用 |λ_t|/λ_n。")
-add_mistake_message("s044_force_is_impulse", "法向力与冲量 p_n 的数值相同：忘了除以步长 h（冲量 N·s 换算成这一步的平均力 N）。")
-add_mistake_message("s044_mode_swapped", "模式编码与参考值相比 1 和 2 对调了：约定 1 = sticking（严格在摩擦锥内），2 = sliding（在锥面上）。")
-add_mistake_message("s044_ids_active", "列出的是“正在接触”的接触点，而不是“这一步模式发生改变”的接触点：要与 prev_mode 比较。")
-add_mistake_message("s044_ids_one_based", "接触编号整体多了 1：编号从 0 开始（0 = 地面，1 = 墙）。")
-add_mistake_message("s044_grad_no_transpose", "梯度范数与 ‖A_k·λ_{k+1}‖ 一致：伴随递推要用转置，∂L/∂x_k = A_kᵀ·∂L/∂x_{k+1}。")
-add_mistake_message("s044_grad_next", "梯度范数与 ‖∂L/∂x_{k+1}‖ 一致：差了一步，要先用 A_kᵀ 把梯度传回到 x_k。")
-add_mistake_message("s044_grad_jacobian_norm", "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。")
+S044_NAIVE_FLIP_END = "结果与“先按自由落体走完整步、穿地后再把末速度反向乘 e”的朴素映射一致：碰撞时刻 t* 没有进入映射，位置也停在了地面以下。应先求出步内的触地时刻 t*，在 t* 处反射速度，再用剩下的 τ = h − t* 继续飞行。"
+S044_NAIVE_SEMI_IMPLICIT = "结果与 cl.naive_impact_step（半隐式欧拉走一步、穿地后再反向速度）一致：碰撞时刻 t* 没有进入映射。本题要的是在步内定位碰撞时刻的精确映射。"
+S044_NO_RESTITUTION = "结果与 e = 1（完全弹性）的映射一致：反射时漏了恢复系数，碰后速度应为 v♯ = −e·v⁻。"
+S044_STOP_AT_IMPACT = "结果停在了碰撞瞬间（y = 0，v = −e·v⁻）：反射之后还要用剩余时间 τ = h − t* 从地面继续飞行。"
+S044_DV_NAIVE = "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。"
+S044_DV_NO_RESTITUTION = "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。"
+S044_DV_TSTAR_FIXED = "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。"
+S044_SIGMOID_FLIPPED = "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。"
+S044_GRAD_MISSING_ALPHA = "导数与 σ(αz)·(1 − σ(αz)) 一致：链式法则漏了内层 αz 对 z 的导数，也就是因子 α。"
+S044_GRAD_WRT_ALPHA = "导数与 z·σ(αz)·(1 − σ(αz)) 一致：这是对 α 的导数，题目要的是对 z 的导数。"
+S044_RATIO_INVERTED = "比值与 λ_n/|λ_t| 一致：比值写反了，应为切向/法向 |λ_t|/λ_n（滑动时恰好等于 μ）。"
+S044_RATIO_SIGNED = "比值与 λ_t/λ_n（没取绝对值）一致：切向力有正有负，比值要用 |λ_t|/λ_n。"
+S044_FORCE_IS_IMPULSE = "法向力与冲量 p_n 的数值相同：忘了除以步长 h（冲量 N·s 换算成这一步的平均力 N）。"
+S044_MODE_SWAPPED = "模式编码与参考值相比 1 和 2 对调了：约定 1 = sticking（严格在摩擦锥内），2 = sliding（在锥面上）。"
+S044_IDS_ACTIVE = "列出的是“正在接触”的接触点，而不是“这一步模式发生改变”的接触点：要与 prev_mode 比较。"
+S044_IDS_ONE_BASED = "接触编号整体多了 1：编号从 0 开始（0 = 地面，1 = 墙）。"
+S044_GRAD_NO_TRANSPOSE = "梯度范数与 ‖A_k·λ_{k+1}‖ 一致：伴随递推要用转置，∂L/∂x_k = A_kᵀ·∂L/∂x_{k+1}。"
+S044_GRAD_NEXT = "梯度范数与 ‖∂L/∂x_{k+1}‖ 一致：差了一步，要先用 A_kᵀ 把梯度传回到 x_k。"
+S044_GRAD_JACOBIAN_NORM = "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。"
 
 
 # --- s04_4_ex1: bouncing ball, one step with the impact inside it ---------------------------------
@@ -161,26 +160,26 @@ def _ball_cases():
     return cases
 
 
-register(
+_S04_4_EX1_CHECKS = (
     Check(
-        "s04_4_ex1", "ball_step", 3.0, _ball_cases,
+        "ball_step", _ball_cases,
         reference=ball_step,
         outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "integer")),
         mistakes={
-            "s044_naive_flip_end": _naive_flip_end,
-            "s044_naive_semi_implicit": _naive_semi_implicit,
-            "s044_no_restitution": _no_restitution,
-            "s044_stop_at_impact": _stop_at_impact,
+            "s044_naive_flip_end": Mistake(S044_NAIVE_FLIP_END, _naive_flip_end),
+            "s044_naive_semi_implicit": Mistake(S044_NAIVE_SEMI_IMPLICIT, _naive_semi_implicit),
+            "s044_no_restitution": Mistake(S044_NO_RESTITUTION, _no_restitution),
+            "s044_stop_at_impact": Mistake(S044_STOP_AT_IMPACT, _stop_at_impact),
         },
     ),
     Check(
-        "s04_4_ex1", "ball_step_dv", 3.0, _ball_cases,
+        "ball_step_dv", _ball_cases,
         reference=ball_step_dv,
         outputs=(Output("∂y_{k+1}/∂v_k", "exact"), Output("∂v_{k+1}/∂v_k", "exact")),
         mistakes={
-            "s044_dv_naive": _dv_variant("naive"),
-            "s044_dv_no_restitution": _dv_variant("no_restitution"),
-            "s044_dv_tstar_fixed": _dv_variant("tstar_fixed"),
+            "s044_dv_naive": Mistake(S044_DV_NAIVE, _dv_variant("naive")),
+            "s044_dv_no_restitution": Mistake(S044_DV_NO_RESTITUTION, _dv_variant("no_restitution")),
+            "s044_dv_tstar_fixed": Mistake(S044_DV_TSTAR_FIXED, _dv_variant("tstar_fixed")),
         },
     ),
 )
@@ -224,20 +223,20 @@ def _soft_cases():
     return cases
 
 
-register(
+_S04_4_EX2_CHECKS = (
     Check(
-        "s04_4_ex2", "soft_step", 2.0, _soft_cases,
+        "soft_step", _soft_cases,
         reference=soft_step,
         outputs=(Output("σ(αz)", "exact"),),
-        mistakes={"s044_sigmoid_flipped": lambda z, alpha: _sigmoid(-alpha * np.asarray(z))},
+        mistakes={"s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, lambda z, alpha: _sigmoid(-alpha * np.asarray(z)))},
     ),
     Check(
-        "s04_4_ex2", "soft_step_grad", 3.0, _soft_cases,
+        "soft_step_grad", _soft_cases,
         reference=soft_step_grad,
         outputs=(Output("导数 dσ(αz)/dz", "exact"),),
         mistakes={
-            "s044_grad_missing_alpha": lambda z, alpha: soft_step_grad(z, alpha) / alpha,
-            "s044_grad_wrt_alpha": lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha,
+            "s044_grad_missing_alpha": Mistake(S044_GRAD_MISSING_ALPHA, lambda z, alpha: soft_step_grad(z, alpha) / alpha),
+            "s044_grad_wrt_alpha": Mistake(S044_GRAD_WRT_ALPHA, lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha),
         },
     ),
 )
@@ -353,9 +352,9 @@ def _log_cases():
     return cases
 
 
-register(
+_S04_4_EX3_CHECKS = (
     Check(
-        "s04_4_ex3", "log_step", 6.0, _log_cases,
+        "log_step", _log_cases,
         reference=log_step,
         outputs=(
             Output("模式切换的接触编号 contact_ids", "integer"),
@@ -365,113 +364,66 @@ register(
             Output("梯度范数 grad_norm", "exact"),
         ),
         mistakes={
-            "s044_ratio_inverted": lambda **kw: _log(**kw, ratio="inverted"),
-            "s044_ratio_signed": lambda **kw: _log(**kw, ratio="signed"),
-            "s044_force_is_impulse": lambda **kw: _log(**kw, force="impulse"),
-            "s044_mode_swapped": lambda **kw: _log(**kw, mode_codes=(0, 2, 1)),
-            "s044_ids_active": lambda **kw: _log(**kw, ids="active"),
-            "s044_ids_one_based": lambda **kw: _log(**kw, ids="one_based"),
-            "s044_grad_no_transpose": lambda **kw: _log(**kw, grad="no_transpose"),
-            "s044_grad_next": lambda **kw: _log(**kw, grad="next"),
-            "s044_grad_jacobian_norm": lambda **kw: _log(**kw, grad="jacobian"),
+            "s044_ratio_inverted": Mistake(S044_RATIO_INVERTED, lambda **kw: _log(**kw, ratio="inverted")),
+            "s044_ratio_signed": Mistake(S044_RATIO_SIGNED, lambda **kw: _log(**kw, ratio="signed")),
+            "s044_force_is_impulse": Mistake(S044_FORCE_IS_IMPULSE, lambda **kw: _log(**kw, force="impulse")),
+            "s044_mode_swapped": Mistake(S044_MODE_SWAPPED, lambda **kw: _log(**kw, mode_codes=(0, 2, 1))),
+            "s044_ids_active": Mistake(S044_IDS_ACTIVE, lambda **kw: _log(**kw, ids="active")),
+            "s044_ids_one_based": Mistake(S044_IDS_ONE_BASED, lambda **kw: _log(**kw, ids="one_based")),
+            "s044_grad_no_transpose": Mistake(S044_GRAD_NO_TRANSPOSE, lambda **kw: _log(**kw, grad="no_transpose")),
+            "s044_grad_next": Mistake(S044_GRAD_NEXT, lambda **kw: _log(**kw, grad="next")),
+            "s044_grad_jacobian_norm": Mistake(S044_GRAD_JACOBIAN_NORM, lambda **kw: _log(**kw, grad="jacobian")),
         },
     ),
 )
 
 
-# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
+# (s04_4_ex3's setup constants H, BOX, PUSHES describe the notebook's own rollout; the hidden rollout
+# _HIDDEN_ROLLOUT deliberately differs from it, so the reference shares no constant with that setup cell)
 
-WRONG_ANSWERS = {
-    "s04_4_ex1": [
-        WrongAnswer(
-            cells={
-                "ball_step_answer": '''def ball_step(x, h, g, e):
-    y, v = float(x[0]), float(x[1])
-    v_new = v - g * h
-    y_new = y + v * h - 0.5 * g * h * h
-    if y_new < 0:                      # went through the ground: bounce at the end of the step
-        return np.array([y_new, -e * v_new]), 1
-    return np.array([y_new, v_new]), 0
-''',
-                "ball_step_dv_answer": '''def ball_step_dv(x, h, g, e):
-    y, v = float(x[0]), float(x[1])
-    if y + v * h - 0.5 * g * h * h < 0:
-        return h, -e                   # d(-e v_new)/dv
-    return h, 1.0
-''',
-            },
-            feedback_contains="碰撞时刻 t* 没有进入映射",
-        ),
-        WrongAnswer(
-            cells={
-                "ball_step_dv_answer": '''def ball_step_dv(x, h, g, e):
-    y, v = float(x[0]), float(x[1])
-    if y + v * h - 0.5 * g * h * h >= 0:
-        return h, 1.0
-    t = (v + np.sqrt(v * v + 2 * g * y)) / g
-    v_minus = v - g * t
-    tau = h - t
-    v_plus = -e * v_minus - g * tau
-    dt = -t / v_minus
-    dsharp = -(1 - g * dt)             # d(v#)/dv
-    return dsharp * tau - v_plus * dt, dsharp + g * dt
-''',
-            },
-            feedback_contains="漏掉恢复系数 e",
-        ),
-    ],
-    "s04_4_ex2": [
-        WrongAnswer(
-            cells={
-                "soft_step_answer": '''def soft_step(z, alpha):
-    return jax.nn.sigmoid(-alpha * jnp.asarray(z))
-''',
-                "soft_step_grad_answer": '''def soft_step_grad(z, alpha):
-    s = jax.nn.sigmoid(alpha * jnp.asarray(z))
-    return s * (1 - s)
-''',
-            },
-            feedback_contains="因子 α",
-        ),
-        WrongAnswer(
-            cells={
-                "soft_step_answer": '''def soft_step(z, alpha):
-    return 1.0 / (1.0 + np.exp(-alpha * np.asarray(z)))
-''',
-                "soft_step_grad_answer": '''def soft_step_grad(z, alpha):
-    q = np.exp(-alpha * np.asarray(z))
-    return alpha * q / (1.0 + q) ** 2
-''',
-            },
-            feedback_contains="NaN",
-        ),
-    ],
-    "s04_4_ex3": [
-        WrongAnswer(
-            cells={
-                "log_step_answer": '''def log_step(contact, h, prev_mode, A, lam_next):
-    p_n, p_t, mu = contact["p_n"], contact["p_t"], contact["mu"]
-    mode = np.where(p_n > 0, np.where(np.abs(p_t) >= (1 - 1e-6) * mu * p_n, 2, 1), 0)
-    ids = np.flatnonzero(mode != prev_mode)
-    normal = p_n / h
-    # friction "ratio" taken the other way round
-    ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)
-    return ids, normal, ratio, mode, np.linalg.norm(A.T @ lam_next)
-''',
-            },
-            feedback_contains="比值写反了",
-        ),
-        WrongAnswer(
-            cells={
-                "log_step_answer": '''def log_step(contact, h, prev_mode, A, lam_next):
-    p_n, p_t, mu = contact["p_n"], contact["p_t"], contact["mu"]
-    mode = np.where(p_n > 0, np.where(np.abs(p_t) >= (1 - 1e-6) * mu * p_n, 2, 1), 0)
-    ids = np.flatnonzero(mode != prev_mode)
-    ratio = np.where(p_n > 0, np.abs(p_t) / np.where(p_n > 0, p_n, 1.0), 0.0)
-    return ids, p_n, ratio, mode, np.linalg.norm(lam_next)
-''',
-            },
-            feedback_contains="差了一步",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_4_ex1", _S04_4_EX1_CHECKS, wrong_answers=(
+        # the naive map: through the ground, flip the end-of-step velocity; its derivative (h, -e)
+        WrongAnswer("碰撞时刻 t* 没有进入映射", edits={
+            "ball_step_answer": [("        return np.array([y_free, v_free]), 0\n",
+                                  "        return np.array([y_free, v_free]), 0\n"
+                                  "    return np.array([y_free, -e * v_free]), 1      # 穿地：在步末把速度反向\n")],
+            "ball_step_dv_answer": [("        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n",
+                                     "        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n"
+                                     "    return h, -e                                  # d(-e v_free)/dv\n")],
+        }),
+        # the restitution factor dropped from d v#/dv in the chain rule
+        WrongAnswer("漏掉恢复系数 e", edits={
+            "ball_step_dv_answer": [("dafter_dv = -e * dbefore_dv", "dafter_dv = -dbefore_dv    ")],
+        }),
+    )),
+    Exercise("s04_4_ex2", _S04_4_EX2_CHECKS, wrong_answers=(
+        # the sign of the exponent flipped; the inner derivative alpha forgotten
+        WrongAnswer("因子 α", edits={
+            "soft_step_answer": [("    s = alpha * np.asarray(z, dtype=np.float64)", "    s = -alpha * np.asarray(z, dtype=np.float64)")],
+            "soft_step_grad_answer": [("return alpha * sig * (1.0 - sig)", "return sig * (1.0 - sig)")],
+        }),
+        # the naive formulas: exp(-alpha z) overflows to inf, and inf / inf is NaN in the derivative
+        WrongAnswer("NaN", edits={
+            "soft_step_answer": [("    decay = np.exp(-np.abs(s))                    # 在 (0, 1] 内，不会溢出\n"
+                                  "    return np.where(s >= 0, 1.0 / (1.0 + decay), decay / (1.0 + decay))",
+                                  "    return 1.0 / (1.0 + np.exp(-s))")],
+            "soft_step_grad_answer": [("    sig = soft_step(z, alpha)\n    return alpha * sig * (1.0 - sig)",
+                                       "    q = np.exp(-alpha * np.asarray(z, dtype=np.float64))\n    return alpha * q / (1.0 + q) ** 2")],
+        }),
+    )),
+    Exercise("s04_4_ex3", _S04_4_EX3_CHECKS, wrong_answers=(
+        # the friction ratio taken the other way round
+        WrongAnswer("比值写反了", edits={
+            "log_step_answer": [("ratio = np.where(touching, np.abs(p_t) / np.where(touching, p_n, 1.0), 0.0)",
+                                 "ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)")],
+        }),
+        # the impulse logged as the force; the gradient norm of lam_{k+1}, not propagated back to x_k
+        WrongAnswer("差了一步", edits={
+            "log_step_answer": [("normal_force = p_n / h", "normal_force = p_n"),
+                                ("grad = np.asarray(A, dtype=np.float64).T @ np.asarray(lam_next, dtype=np.float64)",
+                                 "grad = np.asarray(lam_next, dtype=np.float64)")],
+        }),
+    )),
+)

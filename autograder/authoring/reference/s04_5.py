@@ -12,26 +12,24 @@
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s045_wrong_side", "结果与把力写成 k·max(0, φ) 的版本一致：力加在了 φ > 0（还没碰到、正在分离）的一侧。φ < 0 才表示穿透，穿透深度是 max(0, −φ)。")
-add_mistake_message("s045_slope_sign", "φ < 0 处的导数是 +k：对 max(0, −φ) 求导时漏了链式法则里内层 −φ 的那个负号。穿透越深（φ 越小）力越大，所以 dλ/dφ = −k。")
-add_mistake_message("s045_zero_minus_k", "只有 φ = 0 处不对：你在 φ = 0 取了 −k（把边界归到了穿透一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。")
-add_mistake_message("s045_zero_zero", "只有 φ = 0 处不对：你在 φ = 0 取了 0（把边界归到了分离一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。")
-add_mistake_message("s045_zero_half", "只有 φ = 0 处不对：你取了 −k/2，这是 jax.grad 穿过“一个” jnp.maximum 时的平局约定。cl.penalty_force 里有两层 max（穿透深度 max(0, −φ) 和外层非负截断），每层在平局处各传一半斜率，合起来是 −k/4，本题按它约定。")
-add_mistake_message("s045_softplus_on_clamp", "结果与把 softplus 套在外层截断上的版本一致（cl.softplus_clamp_force：λ = sp_β(k·max(0, −φ))）。本题要替换的是穿透深度里的 max：λ = k·sp_β(−φ)（cl.softplus_penetration_force）。外层版本在 φ = 0 仍有折点，φ > 0 时还留着常数力 ln2/β，β 的单位也变成了 1/N。")
-add_mistake_message("s045_missing_inv_beta", "结果约是参考值的 β 倍：softplus_β(z) = log(1 + e^{βz})/β，别漏了除以 β（求导时链式法则带出的 β 正好和它约掉，导数是 −k·σ(−βφ)）。")
-add_mistake_message("s045_sigmoid_sign", "导数与 −k·σ(βφ) 一致：sigmoid 的自变量应是 −βφ。检查极限：穿透很深时导数应趋于 −k，离地很远时应趋于 0。")
-add_mistake_message("s045_softplus_slope_sign", "导数的形状对了但符号反了（+k·σ(−βφ)）：λ 随穿透加深而增大，φ 越小力越大，所以 dλ/dφ < 0。")
+S045_WRONG_SIDE = "结果与把力写成 k·max(0, φ) 的版本一致：力加在了 φ > 0（还没碰到、正在分离）的一侧。φ < 0 才表示穿透，穿透深度是 max(0, −φ)。"
+S045_SLOPE_SIGN = "φ < 0 处的导数是 +k：对 max(0, −φ) 求导时漏了链式法则里内层 −φ 的那个负号。穿透越深（φ 越小）力越大，所以 dλ/dφ = −k。"
+S045_ZERO_MINUS_K = "只有 φ = 0 处不对：你在 φ = 0 取了 −k（把边界归到了穿透一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。"
+S045_ZERO_ZERO = "只有 φ = 0 处不对：你在 φ = 0 取了 0（把边界归到了分离一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。"
+S045_ZERO_HALF = "只有 φ = 0 处不对：你取了 −k/2，这是 jax.grad 穿过“一个” jnp.maximum 时的平局约定。cl.penalty_force 里有两层 max（穿透深度 max(0, −φ) 和外层非负截断），每层在平局处各传一半斜率，合起来是 −k/4，本题按它约定。"
+S045_SOFTPLUS_ON_CLAMP = "结果与把 softplus 套在外层截断上的版本一致（cl.softplus_clamp_force：λ = sp_β(k·max(0, −φ))）。本题要替换的是穿透深度里的 max：λ = k·sp_β(−φ)（cl.softplus_penetration_force）。外层版本在 φ = 0 仍有折点，φ > 0 时还留着常数力 ln2/β，β 的单位也变成了 1/N。"
+S045_MISSING_INV_BETA = "结果约是参考值的 β 倍：softplus_β(z) = log(1 + e^{βz})/β，别漏了除以 β（求导时链式法则带出的 β 正好和它约掉，导数是 −k·σ(−βφ)）。"
+S045_SIGMOID_SIGN = "导数与 −k·σ(βφ) 一致：sigmoid 的自变量应是 −βφ。检查极限：穿透很深时导数应趋于 −k，离地很远时应趋于 0。"
+S045_SOFTPLUS_SLOPE_SIGN = "导数的形状对了但符号反了（+k·σ(−βφ)）：λ 随穿透加深而增大，φ 越小力越大，所以 dλ/dφ < 0。"
 
 # --- s04_5_ex1: penalty force and its derivative ------------------------------------------------
 
@@ -80,17 +78,17 @@ def _penalty_cases():
     return cases
 
 
-register(
+_S04_5_EX1_CHECKS = (
     Check(
-        "s04_5_ex1", "penalty_contact", 3.0, _penalty_cases,
+        "penalty_contact", _penalty_cases,
         reference=penalty_contact,
         outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
         mistakes={
-            "s045_wrong_side": _penalty_variant(side="separation", slope_sign=1.0),
-            "s045_slope_sign": _penalty_variant(slope_sign=1.0),
-            "s045_zero_minus_k": _penalty_variant(at_zero="minus_k"),
-            "s045_zero_zero": _penalty_variant(at_zero="zero"),
-            "s045_zero_half": _penalty_variant(at_zero="half"),
+            "s045_wrong_side": Mistake(S045_WRONG_SIDE, _penalty_variant(side="separation", slope_sign=1.0)),
+            "s045_slope_sign": Mistake(S045_SLOPE_SIGN, _penalty_variant(slope_sign=1.0)),
+            "s045_zero_minus_k": Mistake(S045_ZERO_MINUS_K, _penalty_variant(at_zero="minus_k")),
+            "s045_zero_zero": Mistake(S045_ZERO_ZERO, _penalty_variant(at_zero="zero")),
+            "s045_zero_half": Mistake(S045_ZERO_HALF, _penalty_variant(at_zero="half")),
         },
     ),
 )
@@ -176,80 +174,46 @@ _OVERFLOW_MESSAGE = (
 )
 
 
-register(
+_S04_5_EX2_CHECKS = (
     Check(
-        "s04_5_ex2", "softplus_contact", 4.0, _softplus_cases,
+        "softplus_contact", _softplus_cases,
         reference=softplus_contact,
         outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
-        mistakes={name: _softplus_variant(name) for name in (
-            "s045_softplus_on_clamp", "s045_missing_inv_beta", "s045_sigmoid_sign", "s045_softplus_slope_sign")},
+        mistakes={
+            "s045_softplus_on_clamp": Mistake(S045_SOFTPLUS_ON_CLAMP, _softplus_variant("s045_softplus_on_clamp")),
+            "s045_missing_inv_beta": Mistake(S045_MISSING_INV_BETA, _softplus_variant("s045_missing_inv_beta")),
+            "s045_sigmoid_sign": Mistake(S045_SIGMOID_SIGN, _softplus_variant("s045_sigmoid_sign")),
+            "s045_softplus_slope_sign": Mistake(S045_SOFTPLUS_SLOPE_SIGN, _softplus_variant("s045_softplus_slope_sign")),
+        },
         nonfinite_hint=_OVERFLOW_MESSAGE,
     ),
 )
 
-# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+# --- the exercises: checks and plausible wrong submissions (edits of the notebooks' solution cells) ---
 
-WRONG_ANSWERS = {
-    "s04_5_ex1": [
-        WrongAnswer(
-            cells={
-                "penalty_answer": '''def penalty_contact(phi, k):
-    phi = np.asarray(phi, dtype=np.float64)
-    lam = k * np.maximum(0.0, -phi)
-    dlam = np.where(phi <= 0, -k, 0.0)   # the boundary counted as penetrating
-    return lam, dlam
-''',
-            },
-            feedback_contains="φ = 0 处不对",
-        ),
-        WrongAnswer(
-            cells={
-                "penalty_answer": '''def penalty_contact(phi, k):
-    phi = np.asarray(phi, dtype=np.float64)
-    lam = k * np.maximum(0.0, phi)       # force where the gap is positive
-    dlam = np.where(phi > 0, k, np.where(phi == 0, -k / 4, 0.0))
-    return lam, dlam
-''',
-            },
-            feedback_contains="φ > 0",
-        ),
-        WrongAnswer(
-            cells={
-                "penalty_answer": '''def penalty_contact(phi, k):
-    phi = np.asarray(phi, dtype=np.float64)
-    lam = k * np.maximum(0.0, -phi)
-    dlam = np.where(phi < 0, k, np.where(phi == 0, k / 4, 0.0))   # d/dphi max(0, -phi) taken as +1
-    return lam, dlam
-''',
-            },
-            feedback_contains="负号",
-        ),
-    ],
-    "s04_5_ex2": [
-        WrongAnswer(
-            cells={
-                "softplus_answer": '''def softplus_contact(phi, k, beta):
-    phi = np.asarray(phi, dtype=np.float64)
-    e = np.exp(-beta * phi)
-    lam = k * np.log(1.0 + e) / beta
-    dlam = -k * e / (1.0 + e)
-    return lam, dlam
-''',
-            },
-            feedback_contains="上溢",
-        ),
-        WrongAnswer(
-            cells={
-                "softplus_answer": '''def softplus_contact(phi, k, beta):
-    def force(p):
-        return jax.nn.softplus(beta * k * jnp.maximum(0.0, -p)) / beta   # softplus on the outer clamp
-    phi = jnp.asarray(phi)
-    lam = force(phi)
-    dlam = jax.vmap(jax.grad(force))(phi.ravel()).reshape(phi.shape)
-    return lam, dlam
-''',
-            },
-            feedback_contains="cl.softplus_clamp_force",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_5_ex1", _S04_5_EX1_CHECKS, wrong_answers=(
+        WrongAnswer("φ = 0 处不对", edits={  # the kink counted as penetrating: -k at phi = 0
+            "penalty_answer": [("np.where(phi == 0, -0.25 * k, dlam)", "np.where(phi == 0, -k, dlam)")],
+        }),
+        WrongAnswer("φ > 0", edits={  # the force put on the separating side, slope +k there
+            "penalty_answer": [("k * np.where(phi < 0, -phi, 0.0)", "k * np.where(phi > 0, phi, 0.0)"),
+                               ("np.where(phi < 0, -k, 0.0)", "np.where(phi > 0, k, 0.0)")],
+        }),
+        WrongAnswer("负号", edits={  # d/dphi max(0, -phi) taken as +1: slope +k, and +k/4 at the kink
+            "penalty_answer": [("np.where(phi < 0, -k, 0.0)", "np.where(phi < 0, k, 0.0)"),
+                               ("-0.25 * k", "0.25 * k")],
+        }),
+    )),
+    Exercise("s04_5_ex2", _S04_5_EX2_CHECKS, wrong_answers=(
+        WrongAnswer("上溢", edits={  # the naive log(1 + exp) and exp/(1 + exp): inf and nan for large beta |phi|
+            "softplus_answer": [("k * np.logaddexp(0.0, z) / beta", "k * np.log(1.0 + np.exp(z)) / beta"),
+                                ("-k * np.exp(-np.logaddexp(0.0, -z))", "-k * np.exp(z) / (1.0 + np.exp(z))")],
+        }),
+        WrongAnswer("cl.softplus_clamp_force", edits={  # softplus on the outer clamp: sp_beta(k max(0, -phi))
+            "softplus_answer": [("k * np.logaddexp(0.0, z) / beta", "np.logaddexp(0.0, k * np.maximum(z, 0.0)) / beta"),
+                                ("-k * np.exp(-np.logaddexp(0.0, -z))",
+                                 "np.where(z > 0, -k * np.exp(-np.logaddexp(0.0, -k * z)), 0.0)")],
+        }),
+    )),
+)

@@ -19,26 +19,26 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
 from autograder.kernel_support.s04_6_common import NO_CALLS, flags_as_codes
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s046_cos_sign", "雅可比里 ∂(sin x₁)/∂x₁ 这一项的符号反了：sin 的导数是 +cos x₁（cos 的导数才是 −sin）。")
-add_mistake_message("s046_rows_swapped", "两行的顺序反了：第 0 行对应第一个输出 x₁x₂，第 1 行对应 sin x₁（行对应输出，列对应输入）。")
-add_mistake_message("s046_fd_is_analytic", "差分雅可比与解析雅可比完全一致，看不到 O(ε²) 的截断误差：本题要的是在给定 ε 上真正算出来的中心差分，不是解析导数。")
-add_mistake_message("s046_fd_no_half", "差分结果是参考值的 2 倍：中心差分的分母是 2ε（两个求值点相距 2ε），不是 ε。")
-add_mistake_message("s046_not_normalised", "AD 与 FD 两列都约是参考值的 ‖d‖ 倍：方向没有归一化。先把每一行 d 变成单位向量 v = d/‖d‖，再算 gᵀv 和差分。")
-add_mistake_message("s046_count_zero", "计数为 0：差分没有通过计数的 loss(u) 求值（例如直接调用了 rollout_loss）。每一次差分求值都是一次完整仿真，请用 loss(u)，共 10 次。")
-add_mistake_message("s046_count_forward_base", "loss 调用了 6 次：像前向差分那样共用一个基准值 L(u)，再加 5 次扰动。题目要中心差分：每个方向正、负各一次，共 10 次。")
-add_mistake_message("s046_count_extra_base", "loss 调用了 11 次：多算了一次 L(u) 本身。中心差分用不到基准值，5 个方向各 2 次，共 10 次。")
-add_mistake_message("s046_count_double", "loss 调用了 20 次：每个方向求值了 4 次（例如同一个 L(u ± εv) 算了两遍）。把每次求值的结果存起来，5 个方向各 2 次，共 10 次。")
-add_mistake_message("s046_count_per_coordinate", "loss 调用了 200 次：这是逐坐标中心差分（100 维 × 2）的代价。方向导数检查每个方向只要 2 次求值，共 10 次。")
-add_mistake_message("s046_abs_error", "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。")
-add_mistake_message("s046_theory_set", "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。")
-add_mistake_message("s046_all_agree", "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。")
-add_mistake_message("s046_inverted", "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。")
+S046_COS_SIGN = "雅可比里 ∂(sin x₁)/∂x₁ 这一项的符号反了：sin 的导数是 +cos x₁（cos 的导数才是 −sin）。"
+S046_ROWS_SWAPPED = "两行的顺序反了：第 0 行对应第一个输出 x₁x₂，第 1 行对应 sin x₁（行对应输出，列对应输入）。"
+S046_FD_IS_ANALYTIC = "差分雅可比与解析雅可比完全一致，看不到 O(ε²) 的截断误差：本题要的是在给定 ε 上真正算出来的中心差分，不是解析导数。"
+S046_FD_NO_HALF = "差分结果是参考值的 2 倍：中心差分的分母是 2ε（两个求值点相距 2ε），不是 ε。"
+S046_NOT_NORMALISED = "AD 与 FD 两列都约是参考值的 ‖d‖ 倍：方向没有归一化。先把每一行 d 变成单位向量 v = d/‖d‖，再算 gᵀv 和差分。"
+S046_COUNT_ZERO = "计数为 0：差分没有通过计数的 loss(u) 求值（例如直接调用了 rollout_loss）。每一次差分求值都是一次完整仿真，请用 loss(u)，共 10 次。"
+S046_COUNT_FORWARD_BASE = "loss 调用了 6 次：像前向差分那样共用一个基准值 L(u)，再加 5 次扰动。题目要中心差分：每个方向正、负各一次，共 10 次。"
+S046_COUNT_EXTRA_BASE = "loss 调用了 11 次：多算了一次 L(u) 本身。中心差分用不到基准值，5 个方向各 2 次，共 10 次。"
+S046_COUNT_DOUBLE = "loss 调用了 20 次：每个方向求值了 4 次（例如同一个 L(u ± εv) 算了两遍）。把每次求值的结果存起来，5 个方向各 2 次，共 10 次。"
+S046_COUNT_PER_COORDINATE = "loss 调用了 200 次：这是逐坐标中心差分（100 维 × 2）的代价。方向导数检查每个方向只要 2 次求值，共 10 次。"
+S046_ABS_ERROR = "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。"
+S046_THEORY_SET = "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。"
+S046_ALL_AGREE = "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。"
+S046_INVERTED = "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。"
 
 
 # --- s04_6_ex1: Jacobian of f(x) = [x1 x2, sin x1] -------------------------------------------------
@@ -124,21 +124,24 @@ def _jac_variant(name):
     return fn
 
 
-register(
+_S04_6_EX1_CHECKS = (
     Check(
-        "s04_6_ex1", "analytic_jacobian", 2.0, _analytic_cases,
+        "analytic_jacobian", _analytic_cases,
         reference=analytic_jacobian,
         outputs=(Output("解析雅可比", "exact"),),
-        mistakes={name: _jac_variant(name) for name in ("s046_cos_sign", "s046_rows_swapped")},
+        mistakes={
+            "s046_cos_sign": Mistake(S046_COS_SIGN, _jac_variant("s046_cos_sign")),
+            "s046_rows_swapped": Mistake(S046_ROWS_SWAPPED, _jac_variant("s046_rows_swapped")),
+        },
     ),
     Check(
-        "s04_6_ex1", "fd_jacobian", 2.0, _fd_cases,
+        "fd_jacobian", _fd_cases,
         reference=fd_jacobian,
         outputs=(Output("中心差分雅可比", rtol=FD_RTOL),),
         mistakes={
-            "forward_difference": lambda x, eps: _fd_jacobian(x, eps, "forward"),
-            "s046_fd_no_half": lambda x, eps: _fd_jacobian(x, eps, "no_half"),
-            "s046_fd_is_analytic": lambda x, eps: analytic_jacobian(x),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, lambda x, eps: _fd_jacobian(x, eps, "forward")),
+            "s046_fd_no_half": Mistake(S046_FD_NO_HALF, lambda x, eps: _fd_jacobian(x, eps, "no_half")),
+            "s046_fd_is_analytic": Mistake(S046_FD_IS_ANALYTIC, lambda x, eps: analytic_jacobian(x)),
         },
     ),
 )
@@ -242,19 +245,19 @@ def _direction_cases():
     return cases
 
 
-register(
+_S04_6_EX2_CHECKS = (
     Check(
-        "s04_6_ex2", "directional_checks", 4.0, _direction_cases,
+        "directional_checks", _direction_cases,
         reference=directional_checks,
         outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "exact")),
         mistakes={
-            "s046_not_normalised": lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False),
-            "forward_difference": lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward"),
-            "s046_count_forward_base": _count_variant(6),
-            "s046_count_extra_base": _count_variant(11),
-            "s046_count_zero": _count_variant(NO_CALLS),
-            "s046_count_double": _count_variant(20),
-            "s046_count_per_coordinate": _count_variant(2 * N_STEPS),
+            "s046_not_normalised": Mistake(S046_NOT_NORMALISED, lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False)),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward")),
+            "s046_count_forward_base": Mistake(S046_COUNT_FORWARD_BASE, _count_variant(6)),
+            "s046_count_extra_base": Mistake(S046_COUNT_EXTRA_BASE, _count_variant(11)),
+            "s046_count_zero": Mistake(S046_COUNT_ZERO, _count_variant(NO_CALLS)),
+            "s046_count_double": Mistake(S046_COUNT_DOUBLE, _count_variant(20)),
+            "s046_count_per_coordinate": Mistake(S046_COUNT_PER_COORDINATE, _count_variant(2 * N_STEPS)),
         },
     ),
 )
@@ -412,113 +415,52 @@ def _disagreement_cases():
     return cases
 
 
-register(
+_S04_6_EX3_CHECKS = (
     Check(
-        "s04_6_ex3", "ad_fd_disagreement", 4.0, _disagreement_cases,
+        "ad_fd_disagreement", _disagreement_cases,
         reference=_graded_reference,
         outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "exact")),
-        mistakes={name: _disagreement_variant(name) for name in (
-            "s046_all_agree", "forward_difference", "s046_abs_error", "s046_theory_set", "s046_inverted")},
+        mistakes={
+            "s046_all_agree": Mistake(S046_ALL_AGREE, _disagreement_variant("s046_all_agree")),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _disagreement_variant("forward_difference")),
+            "s046_abs_error": Mistake(S046_ABS_ERROR, _disagreement_variant("s046_abs_error")),
+            "s046_theory_set": Mistake(S046_THEORY_SET, _disagreement_variant("s046_theory_set")),
+            "s046_inverted": Mistake(S046_INVERTED, _disagreement_variant("s046_inverted")),
+        },
     ),
 )
 
 
-# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-WRONG_ANSWERS = {
-    "s04_6_ex1": [
-        WrongAnswer(
-            cells={
-                "analytic_answer": '''def analytic_jacobian(x):
-    x1, x2 = float(x[0]), float(x[1])
-    # one row per input variable
-    return np.array([[x2, np.cos(x1)],
-                     [x1, 0.0]])
-''',
-            },
-            feedback_contains="转置",
-        ),
-        WrongAnswer(
-            cells={
-                "fd_answer": '''def fd_jacobian(x, eps):
-    x = np.asarray(x, dtype=np.float64)
-    f0 = np.asarray(f(x))
-    J = np.zeros((2, 2))
-    for j in range(2):
-        e = np.zeros(2)
-        e[j] = eps
-        J[:, j] = (np.asarray(f(x + e)) - f0) / eps
-    return J
-''',
-            },
-            feedback_contains="前向差分",
-        ),
-    ],
-    "s04_6_ex2": [
-        WrongAnswer(
-            cells={
-                "directional_answer": '''def directional_checks(u, directions, eps):
-    u = np.asarray(u, dtype=np.float64)
-    g = np.asarray(grad_loss(u))
-    L0 = loss(u)                      # one base value shared by all directions
-    rows = []
-    for d in directions:
-        v = d / np.linalg.norm(d)
-        ad = float(g @ v)
-        fd = (loss(u + eps * v) - L0) / eps
-        rows.append((ad, fd, abs(ad - fd) / max(1.0, abs(ad), abs(fd))))
-    return np.array(rows)
-''',
-            },
-            feedback_contains="共 10 次",
-        ),
-        WrongAnswer(
-            cells={
-                "directional_answer": '''def directional_checks(u, directions, eps):
-    u = np.asarray(u, dtype=np.float64)
-    g = np.asarray(grad_loss(u))
-    rows = []
-    for v in directions:               # the raw directions are used as they are
-        ad = float(g @ v)
-        fd = (loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)
-        rows.append((ad, fd, abs(ad - fd) / max(1.0, abs(ad), abs(fd))))
-    return np.array(rows)
-''',
-            },
-            feedback_contains="归一化",
-        ),
-    ],
-    "s04_6_ex3": [
-        WrongAnswer(
-            cells={
-                "disagreement_answer": '''def ad_fd_disagreement(points, eps, tol):
-    rel = np.zeros((len(VARIANT_NAMES), len(points)))
-    for i, name in enumerate(VARIANT_NAMES):
-        L = VARIANTS[name]
-        for j, t in enumerate(points):
-            ad = float(jax.grad(L)(t))
-            fd = (float(L(t + eps)) - float(L(t))) / eps
-            rel[i, j] = abs(ad - fd) / max(1.0, abs(ad), abs(fd))
-    return rel, rel.max(axis=1) > tol
-''',
-            },
-            feedback_contains="前向差分",
-        ),
-        WrongAnswer(
-            cells={
-                "disagreement_answer": '''def ad_fd_disagreement(points, eps, tol):
-    points = jnp.asarray(points)
-    rel = []
-    for name in VARIANT_NAMES:
-        L = VARIANTS[name]
-        ad = jax.vmap(jax.grad(L))(points)
-        fd = (jax.vmap(L)(points + eps) - jax.vmap(L)(points - eps)) / (2 * eps)
-        rel.append(jnp.abs(ad - fd) / jnp.maximum(1.0, jnp.maximum(jnp.abs(ad), jnp.abs(fd))))
-    # every variant with a non-smooth operation disagrees
-    return jnp.stack(rel), np.array([name != "softplus" for name in VARIANT_NAMES])
-''',
-            },
-            feedback_contains="实测",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_6_ex1", _S04_6_EX1_CHECKS, wrong_answers=(
+        WrongAnswer("转置", edits={  # one row per input variable: the Jacobian transposed
+            "analytic_answer": [("[[x2, x1],", "[[x2, np.cos(x1)],"), ("[np.cos(x1), 0.0]]", "[x1, 0.0]]")],
+        }),
+        WrongAnswer("前向差分", edits={  # (f(x + eps e_j) - f(x)) / eps
+            "fd_answer": [("- np.asarray(f(x - step))) / (2 * eps)", "- np.asarray(f(x))) / eps")],
+        }),
+    )),
+    Exercise("s04_6_ex2", _S04_6_EX2_CHECKS,
+             constants={"H": H, "N_STEPS": N_STEPS, "PEND": _PEND, "THETA_GOAL": THETA_GOAL}, wrong_answers=(
+        WrongAnswer("共 10 次", edits={  # one base value L(u) shared by forward differences: 6 calls
+            "directional_answer": [("    rows = []\n", "    L0 = loss(u)                                   # 所有方向共用一个基准值\n    rows = []\n"),
+                                   ("(loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)", "(loss(u + eps * v) - L0) / eps")],
+        }),
+        WrongAnswer("归一化", edits={  # the raw directions used as they are
+            "directional_answer": [("v = d / np.linalg.norm(d)", "v = d")],
+        }),
+    )),
+    Exercise("s04_6_ex3", _S04_6_EX3_CHECKS,
+             constants={"W": W, "TARGET": TARGET, "K": K, "BETA": BETA, "F_MAX": F_MAX, "C0": C0,
+                        "X_POINTS": X_POINTS, "X_GOAL": X_GOAL, "W_X": W_X, "CELL": CELL}, wrong_answers=(
+        WrongAnswer("前向差分", edits={  # forward differences (L(t + eps) - L(t)) / eps
+            "disagreement_answer": [("- jax.vmap(L)(points - eps)) / (2 * eps)", "- jax.vmap(L)(points)) / eps")],
+        }),
+        WrongAnswer("实测", edits={  # every variant with a non-smooth operation assumed to disagree
+            "disagreement_answer": [("return rel, np.max(rel, axis=1) > tol",
+                                     'return rel, np.array([name != "softplus" for name in VARIANT_NAMES])')],
+        }),
+    )),
+)

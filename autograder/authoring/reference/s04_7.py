@@ -21,27 +21,27 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s047_lambda_index", "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。")
-add_mistake_message("s047_no_transpose", "结果与递推里用 A_k（而不是 A_kᵀ）的结果吻合：反向传播的是行向量 λᵀ，乘的是 A_kᵀλ_{k+1}（B_k 同理要转置）。")
-add_mistake_message("s047_no_stage_lx", "λ_k 与“漏掉当步代价的 ℓ_x,k”一致：每往回走一步都要先加上 ∂ℓ_k/∂x_k，再加 A_kᵀλ_{k+1}。")
-add_mistake_message("s047_no_stage_lu", "dL/du_k 与“漏掉 ℓ_u,k”一致：控制本身也出现在当步代价里，要加上 ∂ℓ_k/∂u_k。")
-add_mistake_message("s047_lambda_shifted", "λ 序列整体错位了一格：第 k 行应是 λ_k = dL/dx_k（第 0 行是 dL/dx_0，最后一行是 λ_N = ∂ℓ_N/∂x_N），共 N+1 行。")
-add_mistake_message("s047_grad_wrt_x0", "结果与 ‖dL/dx_0‖（对初始状态的梯度）吻合：题目要的是对整个控制序列 U = (u_0, …, u_{H-1}) 的梯度范数。")
-add_mistake_message("s047_first_action_only", "结果与只取第一个控制的 ‖dL/du_0‖ 吻合：题目要的是整个控制序列的梯度范数 ‖dL/dU‖₂。")
-add_mistake_message("s047_natural_log", "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。")
-add_mistake_message("s047_no_log", "结果与“没有取 log10 的范数本身”吻合：请返回 log10‖dL/dU‖₂。")
-add_mistake_message("s047_rollout_shifted", "轨迹与“从 x_1 开始记录”一致：第 0 行应是 x_0，之后每步一行，共 H+1 行。")
-add_mistake_message("s047_no_critic", "结果与“漏掉 critic 终值 γ^h·V(x_h)”一致：截断损失 = 窗口内折扣代价之和 + 窗口末端的 critic 估值。")
-add_mistake_message("s047_critic_undiscounted", "结果与“critic 终值没有乘 γ^h”一致：窗口末端的估值同样要折扣，L_h = Σγ^k c_k + γ^h V(x_h)。")
-add_mistake_message("s047_discount_shift", "结果与“折扣从 γ¹ 开始”一致：第 k 步（k = 0…h−1）的代价乘 γ^k，第一步不打折。")
-add_mistake_message("s047_critic_at_start", "结果与“在窗口起点 x_0 而不是末端 x_h 上估 critic”一致：critic 代替的是第 h 步之后的代价。")
-add_mistake_message("s047_no_stop_gradient", "损失值对，梯度却与“窗口起点没有 stop_gradient”的结果吻合：梯度穿过窗口边界流进了上一个窗口。每个窗口的起点都要用 jax.lax.stop_gradient 当作常数。")
-add_mistake_message("s047_sum_not_mean", "结果是参考值的 n_windows 倍：题目要的是各窗口损失的平均，不是总和。")
+S047_LAMBDA_INDEX = "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。"
+S047_NO_TRANSPOSE = "结果与递推里用 A_k（而不是 A_kᵀ）的结果吻合：反向传播的是行向量 λᵀ，乘的是 A_kᵀλ_{k+1}（B_k 同理要转置）。"
+S047_NO_STAGE_LX = "λ_k 与“漏掉当步代价的 ℓ_x,k”一致：每往回走一步都要先加上 ∂ℓ_k/∂x_k，再加 A_kᵀλ_{k+1}。"
+S047_NO_STAGE_LU = "dL/du_k 与“漏掉 ℓ_u,k”一致：控制本身也出现在当步代价里，要加上 ∂ℓ_k/∂u_k。"
+S047_LAMBDA_SHIFTED = "λ 序列整体错位了一格：第 k 行应是 λ_k = dL/dx_k（第 0 行是 dL/dx_0，最后一行是 λ_N = ∂ℓ_N/∂x_N），共 N+1 行。"
+S047_GRAD_WRT_X0 = "结果与 ‖dL/dx_0‖（对初始状态的梯度）吻合：题目要的是对整个控制序列 U = (u_0, …, u_{H-1}) 的梯度范数。"
+S047_FIRST_ACTION_ONLY = "结果与只取第一个控制的 ‖dL/du_0‖ 吻合：题目要的是整个控制序列的梯度范数 ‖dL/dU‖₂。"
+S047_NATURAL_LOG = "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。"
+S047_NO_LOG = "结果与“没有取 log10 的范数本身”吻合：请返回 log10‖dL/dU‖₂。"
+S047_ROLLOUT_SHIFTED = "轨迹与“从 x_1 开始记录”一致：第 0 行应是 x_0，之后每步一行，共 H+1 行。"
+S047_NO_CRITIC = "结果与“漏掉 critic 终值 γ^h·V(x_h)”一致：截断损失 = 窗口内折扣代价之和 + 窗口末端的 critic 估值。"
+S047_CRITIC_UNDISCOUNTED = "结果与“critic 终值没有乘 γ^h”一致：窗口末端的估值同样要折扣，L_h = Σγ^k c_k + γ^h V(x_h)。"
+S047_DISCOUNT_SHIFT = "结果与“折扣从 γ¹ 开始”一致：第 k 步（k = 0…h−1）的代价乘 γ^k，第一步不打折。"
+S047_CRITIC_AT_START = "结果与“在窗口起点 x_0 而不是末端 x_h 上估 critic”一致：critic 代替的是第 h 步之后的代价。"
+S047_NO_STOP_GRADIENT = "损失值对，梯度却与“窗口起点没有 stop_gradient”的结果吻合：梯度穿过窗口边界流进了上一个窗口。每个窗口的起点都要用 jax.lax.stop_gradient 当作常数。"
+S047_SUM_NOT_MEAN = "结果是参考值的 n_windows 倍：题目要的是各窗口损失的平均，不是总和。"
 
 
 # --- s04_7_ex1: the adjoint pass --------------------------------------------------------------
@@ -204,25 +204,25 @@ def _pend_cases():
 
 _PASS_OUTPUTS = (Output("λ_k 序列（形状 (N+1, nx)）", "exact"), Output("dL/du_k 序列（形状 (N, nu)）", "exact"))
 
-register(
+_S04_7_EX1_CHECKS = (
     Check(
-        "s04_7_ex1", "adjoint_pass", 3.0, _pass_cases, reference=adjoint_pass, outputs=_PASS_OUTPUTS,
+        "adjoint_pass", _pass_cases, reference=adjoint_pass, outputs=_PASS_OUTPUTS,
         mistakes={
-            "s047_lambda_index": _pass_variant(index=0),
-            "s047_no_transpose": _pass_variant(transpose=False),
-            "s047_no_stage_lx": _pass_variant(stage_lx=False),
-            "s047_no_stage_lu": _pass_variant(stage_lu=False),
-            "s047_lambda_shifted": _pass_shifted,
+            "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pass_variant(index=0)),
+            "s047_no_transpose": Mistake(S047_NO_TRANSPOSE, _pass_variant(transpose=False)),
+            "s047_no_stage_lx": Mistake(S047_NO_STAGE_LX, _pass_variant(stage_lx=False)),
+            "s047_no_stage_lu": Mistake(S047_NO_STAGE_LU, _pass_variant(stage_lu=False)),
+            "s047_lambda_shifted": Mistake(S047_LAMBDA_SHIFTED, _pass_shifted),
         },
     ),
     Check(
-        "s04_7_ex1", "pendulum_adjoint", 2.0, _pend_cases, reference=pendulum_adjoint,
+        "pendulum_adjoint", _pend_cases, reference=pendulum_adjoint,
         outputs=(Output("损失 L", "exact"), *_PASS_OUTPUTS),
         mistakes={
-            "s047_lambda_index": _pend_variant(index=0),
-            "s047_no_transpose": _pend_variant(transpose=False),
-            "s047_no_stage_lx": _pend_variant(stage_lx=False),
-            "s047_no_stage_lu": _pend_variant(stage_lu=False),
+            "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pend_variant(index=0)),
+            "s047_no_transpose": Mistake(S047_NO_TRANSPOSE, _pend_variant(transpose=False)),
+            "s047_no_stage_lx": Mistake(S047_NO_STAGE_LX, _pend_variant(stage_lx=False)),
+            "s047_no_stage_lu": Mistake(S047_NO_STAGE_LU, _pend_variant(stage_lu=False)),
         },
     ),
 )
@@ -331,26 +331,26 @@ def _grad_norm_cases():
             for c in cases]
 
 
-register(
+_S04_7_EX2_CHECKS = (
     Check(
-        "s04_7_ex2", "linear_rollout", 1.0, _rollout_cases, reference=linear_rollout,
+        "linear_rollout", _rollout_cases, reference=linear_rollout,
         outputs=(Output("轨迹 x_0…x_H", "exact"),),
-        mistakes={"s047_rollout_shifted": lambda A, B, x0, us: np.concatenate(
-            [linear_rollout(A, B, x0, us)[1:], (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None]])},
+        mistakes={"s047_rollout_shifted": Mistake(S047_ROLLOUT_SHIFTED, lambda A, B, x0, us: np.concatenate(
+            [linear_rollout(A, B, x0, us)[1:], (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None]]))},
     ),
     Check(
-        "s04_7_ex2", "grad_norms", 3.0, _grad_norm_cases, reference=grad_norms,
+        "grad_norms", _grad_norm_cases, reference=grad_norms,
         # jax.grad through lax.scan and the hand-written adjoint recursion agree to 2e-16 of max |log10|
         # (measured on these cases); the band 1e-9 leaves that margin many times over while every
         # catalogued mistake moves the array by >= 8e-3 of max |log10|.
         outputs=(Output("各时域的 log10‖dL/dU‖₂", "exact", rtol=1e-9),),
         mistakes={
-            "horizon_minus_one": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1),
-            "horizon_plus_one": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1),
-            "s047_grad_wrt_x0": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0"),
-            "s047_first_action_only": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0])),
-            "s047_natural_log": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log),
-            "s047_no_log": lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=lambda v: v),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1)),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1)),
+            "s047_grad_wrt_x0": Mistake(S047_GRAD_WRT_X0, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0")),
+            "s047_first_action_only": Mistake(S047_FIRST_ACTION_ONLY, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0]))),
+            "s047_natural_log": Mistake(S047_NATURAL_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log)),
+            "s047_no_log": Mistake(S047_NO_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=lambda v: v)),
         },
     ),
 )
@@ -503,178 +503,61 @@ def _truncated_cases():
 # missing stop_gradient or critic changes the gradient by O(1) relative.
 _BAND = 1e-9
 
-register(
+_S04_7_EX3_CHECKS = (
     Check(
-        "s04_7_ex3", "window_loss", 2.0, _window_cases, reference=window_loss,
+        "window_loss", _window_cases, reference=window_loss,
         outputs=(Output("窗口损失 L_h", "exact", rtol=_BAND), Output("窗口末端状态 x_h", "exact", rtol=_BAND)),
         mistakes={
-            "s047_no_critic": _window_variant(critic=0.0),
-            "s047_critic_undiscounted": _window_variant(critic_discount=0.0),
-            "s047_discount_shift": _window_variant(discount_shift=1.0),
-            "s047_critic_at_start": _window_variant(critic_at_start=1.0),
+            "s047_no_critic": Mistake(S047_NO_CRITIC, _window_variant(critic=0.0)),
+            "s047_critic_undiscounted": Mistake(S047_CRITIC_UNDISCOUNTED, _window_variant(critic_discount=0.0)),
+            "s047_discount_shift": Mistake(S047_DISCOUNT_SHIFT, _window_variant(discount_shift=1.0)),
+            "s047_critic_at_start": Mistake(S047_CRITIC_AT_START, _window_variant(critic_at_start=1.0)),
         },
     ),
     Check(
-        "s04_7_ex3", "truncated_value_and_grad", 3.0, _truncated_cases, reference=truncated_value_and_grad,
+        "truncated_value_and_grad", _truncated_cases, reference=truncated_value_and_grad,
         outputs=(Output("平均窗口损失", "exact", rtol=_BAND), Output("截断梯度 dL/dθ", "exact", rtol=_BAND)),
         mistakes={
-            "s047_no_stop_gradient": _truncated_variant(stop=0.0),
-            "s047_no_critic": _truncated_variant(critic=0.0),
-            "s047_critic_undiscounted": _truncated_variant(critic_discount=0.0),
-            "s047_sum_not_mean": lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows),
+            "s047_no_stop_gradient": Mistake(S047_NO_STOP_GRADIENT, _truncated_variant(stop=0.0)),
+            "s047_no_critic": Mistake(S047_NO_CRITIC, _truncated_variant(critic=0.0)),
+            "s047_critic_undiscounted": Mistake(S047_CRITIC_UNDISCOUNTED, _truncated_variant(critic_discount=0.0)),
+            "s047_sum_not_mean": Mistake(S047_SUM_NOT_MEAN, lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows)),
         },
     ),
 )
 
 
-# --- plausible wrong submissions ----------------------------------------------------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-_EX1_PEND_OK = '''@jax.jit
-def linearise(x0, us):
-    xs = cl.rollout(step, x0, us, P)
-    jac = jax.vmap(jax.jacobian(step, argnums=(0, 1)), in_axes=(0, 0, None))
-    As, Bs = jac(xs[:-1], us, P)
-    lx, lu = jax.vmap(jax.grad(stage_cost, argnums=(0, 1)))(xs[:-1], us)
-    lN = jax.grad(terminal_cost)(xs[-1])
-    L = jnp.sum(jax.vmap(stage_cost)(xs[:-1], us)) + terminal_cost(xs[-1])
-    return L, As, Bs, lx, lu, lN
-
-
-def pendulum_adjoint(x0, us):
-    L, As, Bs, lx, lu, lN = linearise(jnp.asarray(x0), jnp.asarray(us))
-    lambdas, grads = adjoint_pass(As, Bs, lx, lu, lN)
-    return float(L), lambdas, grads
-'''
-
-_EX2_ROLLOUT_OK = '''def linear_rollout(A, B, x0, us):
-    def body(x, u):
-        x = A @ x + B @ u
-        return x, x
-    _, xs = jax.lax.scan(body, jnp.asarray(x0), jnp.asarray(us))
-    return jnp.concatenate([jnp.asarray(x0)[None], xs])
-'''
-
-def _ex3_window(start, critic):
-    return f'''def window_loss(theta, x_start, h):
-    x0 = {start}
-
-    def one_step(carry, k):
-        x, total = carry
-        u = policy(theta, x)
-        total = total + GAMMA**k * task.stage_cost(x, u, task.params)
-        return (task.step(x, u, task.params), total), None
-
-    (x_h, total), _ = jax.lax.scan(one_step, (x0, jnp.zeros(())), jnp.arange(h))
-    return total + {critic}, x_h
-'''
-
-
-_EX3_TRUNCATED_OK = '''@functools.partial(jax.jit, static_argnums=(2, 3))
-def mean_window_loss_and_grad(theta, x0, h, n_windows):
-    def mean_loss(th):
-        x, total = x0, 0.0
-        for _ in range(n_windows):
-            L_w, x = window_loss(th, x, h)
-            total = total + L_w
-        return total / n_windows
-    return jax.value_and_grad(mean_loss)(theta)
-
-
-def truncated_value_and_grad(theta, x0, h, n_windows):
-    L, g = mean_window_loss_and_grad(jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows))
-    return float(L), np.asarray(g)
-'''
-
-WRONG_ANSWERS = {
-    "s04_7_ex1": [
-        WrongAnswer(  # dL/du_k read off lambda_k instead of lambda_{k+1}
-            cells={
-                "adjoint_pass_answer": '''def adjoint_pass(As, Bs, lx, lu, lN):
-    N = len(lx)
-    lambdas = [None] * (N + 1)
-    lambdas[N] = np.asarray(lN)
-    grads = []
-    for k in reversed(range(N)):
-        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]
-        grads.insert(0, lu[k] + Bs[k].T @ lambdas[k])
-    return np.array(lambdas), np.array(grads)
-''',
-                "pendulum_adjoint_answer": _EX1_PEND_OK,
-            },
-            feedback_contains="B_kᵀλ_{k+1}，下标差了一",
-        ),
-        WrongAnswer(  # A_k used without the transpose
-            cells={
-                "adjoint_pass_answer": '''def adjoint_pass(As, Bs, lx, lu, lN):
-    As, Bs, lx, lu, lN = (np.asarray(m) for m in (As, Bs, lx, lu, lN))
-    N = lx.shape[0]
-    lambdas = np.zeros((N + 1, lN.shape[0]))
-    grads = np.zeros_like(lu)
-    lambdas[N] = lN
-    for k in range(N - 1, -1, -1):
-        lambdas[k] = lx[k] + As[k] @ lambdas[k + 1]
-        grads[k] = lu[k] + Bs[k].T @ lambdas[k + 1]
-    return lambdas, grads
-''',
-                "pendulum_adjoint_answer": _EX1_PEND_OK,
-            },
-            feedback_contains="A_kᵀλ_{k+1}",
-        ),
-    ],
-    "s04_7_ex2": [
-        WrongAnswer(  # the gradient with respect to the initial state
-            cells={
-                "linear_rollout_answer": _EX2_ROLLOUT_OK,
-                "grad_norms_answer": '''def horizon_loss(us, A, B, x0):
-    xs = linear_rollout(A, B, x0, us)
-    return 0.5 * jnp.sum(xs[1:] ** 2)
-
-
-def grad_norms(A, B, x0, horizons):
-    grad_fn = jax.jit(jax.grad(horizon_loss, argnums=3))
-    out = []
-    for H in horizons:
-        g = grad_fn(jnp.zeros((int(H), B.shape[1])), jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0))
-        out.append(np.log10(np.linalg.norm(g)))
-    return np.array(out)
-''',
-            },
-            feedback_contains="对初始状态的梯度",
-        ),
-        WrongAnswer(  # the last state dropped from the cost: one step short
-            cells={
-                "linear_rollout_answer": _EX2_ROLLOUT_OK,
-                "grad_norms_answer": '''def horizon_loss(us, A, B, x0):
-    xs = linear_rollout(A, B, x0, us)
-    return 0.5 * jnp.sum(xs[1:-1] ** 2)
-
-
-def grad_norms(A, B, x0, horizons):
-    grad_fn = jax.jit(jax.grad(horizon_loss))
-    out = []
-    for H in horizons:
-        g = grad_fn(jnp.zeros((int(H), B.shape[1])), jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0))
-        out.append(np.log10(np.linalg.norm(g)))
-    return np.array(out)
-''',
-            },
-            feedback_contains="off-by-one",
-        ),
-    ],
-    "s04_7_ex3": [
-        WrongAnswer(  # window starts not stop_gradient'ed: the gradient leaks into the previous window
-            cells={
-                "window_loss_answer": _ex3_window(start="jnp.asarray(x_start, dtype=jnp.float64)", critic="GAMMA**h * critic(x_h)"),
-                "truncated_answer": _EX3_TRUNCATED_OK,
-            },
-            feedback_contains="stop_gradient",
-        ),
-        WrongAnswer(  # the critic term forgotten
-            cells={
-                "window_loss_answer": _ex3_window(start="jax.lax.stop_gradient(jnp.asarray(x_start, dtype=jnp.float64))", critic="0.0"),
-                "truncated_answer": _EX3_TRUNCATED_OK,
-            },
-            feedback_contains="critic 终值",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_7_ex1", _S04_7_EX1_CHECKS, constants={"DT": PEND_DT, "P": _PEND}, wrong_answers=(
+        # dL/du_k read off lambda_k instead of lambda_{k+1}
+        WrongAnswer("B_kᵀλ_{k+1}，下标差了一", keep=("pendulum_adjoint_answer",), edits={
+            "adjoint_pass_answer": [("        grads[k] = lu[k] + Bs[k].T @ lambdas[k + 1]   # u_k 通过 x_{k+1} 影响后面的损失\n"
+                                     "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n",
+                                     "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n"
+                                     "        grads[k] = lu[k] + Bs[k].T @ lambdas[k]\n")],
+        }),
+        WrongAnswer("A_kᵀλ_{k+1}", keep=("pendulum_adjoint_answer",), edits={  # A_k used without the transpose
+            "adjoint_pass_answer": [("As[k].T @", "As[k] @")],
+        }),
+    )),
+    Exercise("s04_7_ex2", _S04_7_EX2_CHECKS, wrong_answers=(
+        WrongAnswer("对初始状态的梯度", keep=("linear_rollout_answer",), edits={  # the gradient w.r.t. the initial state
+            "grad_norms_answer": [("jax.grad(horizon_loss)", "jax.grad(horizon_loss, argnums=3)")],
+        }),
+        WrongAnswer("off-by-one", keep=("linear_rollout_answer",), edits={  # the last state dropped: one step short
+            "grad_norms_answer": [("jnp.sum(xs[1:] ** 2)", "jnp.sum(xs[1:-1] ** 2)")],
+        }),
+    )),
+    Exercise("s04_7_ex3", _S04_7_EX3_CHECKS, constants={"GAMMA": SHAC_GAMMA}, wrong_answers=(
+        # window starts not stop_gradient'ed: the gradient leaks into the previous window
+        WrongAnswer("stop_gradient", keep=("truncated_answer",), edits={
+            "window_loss_answer": [("jax.lax.stop_gradient(jnp.asarray(x_start, dtype=jnp.float64))",
+                                    "jnp.asarray(x_start, dtype=jnp.float64)")],
+        }),
+        WrongAnswer("critic 终值", keep=("truncated_answer",), edits={  # the critic term forgotten
+            "window_loss_answer": [("total + GAMMA**h * critic(x_h), x_h", "total + 0.0, x_h")],
+        }),
+    )),
+)

@@ -28,27 +28,27 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s048_unnormalised", "结果与“方向没有归一化”一致：先把方向缩放成单位向量 v = d/‖d‖，否则 AD 与 FD 的方向导数都被放大了 ‖d‖ 倍。")
-add_mistake_message("s048_relerr_no_floor", "相对误差与 |a−f|/max(|a|,|f|) 一致：教材的公式分母是 max(1, |a|, |f|)，方向导数很小时不能再除以它本身。")
-add_mistake_message("s048_relerr_absolute", "相对误差与绝对误差 |a−f| 一致：要除以 max(1, |a|, |f|)。")
-add_mistake_message("s048_fd_not_halved", "FD 方向导数是参考值的 2 倍：中心差分的分母是 2ε，不是 ε。")
-add_mistake_message("s048_plateau_last_tie", "两段一样长的平台里你选了后一段：按约定取ε较大的那一段（先出现的那一段）。")
-add_mistake_message("s048_plateau_stop_exclusive", "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。")
-add_mistake_message("s048_plateau_best_only", "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。")
-add_mistake_message("s048_plateau_first_run", "结果与“取第一段连续通过的区间”一致：平台是最长的那一段，不一定是最先出现的那一段。")
-add_mistake_message("s048_start_is_best", "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。")
-add_mistake_message("s048_start_is_stop", "结果与平台的终点（最小的 ε）一致：题目要的是平台的起点，即平台里最大的 ε。")
-add_mistake_message("s048_log_after_update", "日志里损失、接触等字段与“更新之后的参数”对应，梯度却是更新之前的：同一行的所有字段必须来自同一个参数 θ_i（先记录，再更新）。")
-add_mistake_message("s048_grad_norm_clipped", "梯度范数与“裁剪之后的范数” min(‖g‖, c) 一致：要记录裁剪之前的 ‖g‖，否则尖峰被裁剪掩盖，日志里看不到。")
-add_mistake_message("s048_step_is_lr", "更新步长一栏等于学习率：要记录实际施加的更新 Δθ 的范数（裁剪之后的 lr·g 的范数）。")
-add_mistake_message("s048_step_unclipped", "更新步长与“未裁剪的 lr·‖g‖”一致：要记录实际施加的（裁剪之后的）更新的范数。")
-add_mistake_message("s048_contacts_next_states", "接触数与“在 x_1…x_N 上数 φ<0”一致：接触记录是在每一步开始时的状态 x_0…x_{N−1} 上求的，请直接用记录里的 penetration > 0。")
-add_mistake_message("s048_residual_mean", "残差一栏与各步残差的平均值一致：要记录最大值（最坏的一步才说明前向解可不可靠）。")
+S048_UNNORMALISED = "结果与“方向没有归一化”一致：先把方向缩放成单位向量 v = d/‖d‖，否则 AD 与 FD 的方向导数都被放大了 ‖d‖ 倍。"
+S048_RELERR_NO_FLOOR = "相对误差与 |a−f|/max(|a|,|f|) 一致：教材的公式分母是 max(1, |a|, |f|)，方向导数很小时不能再除以它本身。"
+S048_RELERR_ABSOLUTE = "相对误差与绝对误差 |a−f| 一致：要除以 max(1, |a|, |f|)。"
+S048_FD_NOT_HALVED = "FD 方向导数是参考值的 2 倍：中心差分的分母是 2ε，不是 ε。"
+S048_PLATEAU_LAST_TIE = "两段一样长的平台里你选了后一段：按约定取ε较大的那一段（先出现的那一段）。"
+S048_PLATEAU_STOP_EXCLUSIVE = "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。"
+S048_PLATEAU_BEST_ONLY = "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。"
+S048_PLATEAU_FIRST_RUN = "结果与“取第一段连续通过的区间”一致：平台是最长的那一段，不一定是最先出现的那一段。"
+S048_START_IS_BEST = "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。"
+S048_START_IS_STOP = "结果与平台的终点（最小的 ε）一致：题目要的是平台的起点，即平台里最大的 ε。"
+S048_LOG_AFTER_UPDATE = "日志里损失、接触等字段与“更新之后的参数”对应，梯度却是更新之前的：同一行的所有字段必须来自同一个参数 θ_i（先记录，再更新）。"
+S048_GRAD_NORM_CLIPPED = "梯度范数与“裁剪之后的范数” min(‖g‖, c) 一致：要记录裁剪之前的 ‖g‖，否则尖峰被裁剪掩盖，日志里看不到。"
+S048_STEP_IS_LR = "更新步长一栏等于学习率：要记录实际施加的更新 Δθ 的范数（裁剪之后的 lr·g 的范数）。"
+S048_STEP_UNCLIPPED = "更新步长与“未裁剪的 lr·‖g‖”一致：要记录实际施加的（裁剪之后的）更新的范数。"
+S048_CONTACTS_NEXT_STATES = "接触数与“在 x_1…x_N 上数 φ<0”一致：接触记录是在每一步开始时的状态 x_0…x_{N−1} 上求的，请直接用记录里的 penetration > 0。"
+S048_RESIDUAL_MEAN = "残差一栏与各步残差的平均值一致：要记录最大值（最坏的一步才说明前向解可不可靠）。"
 
 
 # --- the chapter's sweep and plateau --------------------------------------------------------------
@@ -234,9 +234,9 @@ def _plateau_cases():
     return cases
 
 
-register(
+_S04_8_EX1_CHECKS = (
     Check(
-        "s04_8_ex1", "directional_sweep", 3.0, _di_sweep_cases, reference=directional_sweep,
+        "directional_sweep", _di_sweep_cases, reference=directional_sweep,
         # Bands: graded eps are truncation-dominated (>= 1e-4); a differently rounded sweep (Python loop,
         # op-by-op perturbation) agrees with the reference to <= 1e-11 relative in fd and <= 1e-6 of the
         # largest relerr (asserted above; measured 1e-12 and 5e-7 at worst). FD against a forward difference
@@ -244,21 +244,21 @@ register(
         outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
                  Output("相对误差", "exact", rtol=1e-4)),
         mistakes={
-            "forward_difference": _di_variant(forward=True),
-            "s048_unnormalised": _di_variant(normalise=False),
-            "s048_relerr_no_floor": _di_variant(formula="no_floor"),
-            "s048_relerr_absolute": _di_variant(formula="absolute"),
-            "s048_fd_not_halved": _di_variant(halved=False),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _di_variant(forward=True)),
+            "s048_unnormalised": Mistake(S048_UNNORMALISED, _di_variant(normalise=False)),
+            "s048_relerr_no_floor": Mistake(S048_RELERR_NO_FLOOR, _di_variant(formula="no_floor")),
+            "s048_relerr_absolute": Mistake(S048_RELERR_ABSOLUTE, _di_variant(formula="absolute")),
+            "s048_fd_not_halved": Mistake(S048_FD_NOT_HALVED, _di_variant(halved=False)),
         },
     ),
     Check(
-        "s04_8_ex1", "find_plateau", 2.0, _plateau_cases, reference=find_plateau,
+        "find_plateau", _plateau_cases, reference=find_plateau,
         outputs=(Output("平台起点下标 start"), Output("平台终点下标 stop")),
         mistakes={
-            "s048_plateau_last_tie": _plateau_last_tie,
-            "s048_plateau_first_run": _plateau_first_run,
-            "s048_plateau_stop_exclusive": _plateau_stop_exclusive,
-            "s048_plateau_best_only": _plateau_best_only,
+            "s048_plateau_last_tie": Mistake(S048_PLATEAU_LAST_TIE, _plateau_last_tie),
+            "s048_plateau_first_run": Mistake(S048_PLATEAU_FIRST_RUN, _plateau_first_run),
+            "s048_plateau_stop_exclusive": Mistake(S048_PLATEAU_STOP_EXCLUSIVE, _plateau_stop_exclusive),
+            "s048_plateau_best_only": Mistake(S048_PLATEAU_BEST_ONLY, _plateau_best_only),
         },
     ),
 )
@@ -361,29 +361,29 @@ def _starts_cases():
     return cases
 
 
-register(
+_S04_8_EX2_CHECKS = (
     Check(
-        "s04_8_ex2", "contact_sweep", 3.0, _ball_sweep_cases, reference=contact_sweep,
+        "contact_sweep", _ball_sweep_cases, reference=contact_sweep,
         # Same bands as s04_8_ex1: at the graded (truncation-dominated) eps a Python-loop sweep agrees with
         # the reference to <= 1e-11 relative in fd and <= 1e-6 of the largest relerr (asserted in the cases).
         outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
                  Output("相对误差", "exact", rtol=1e-4)),
         mistakes={
-            "forward_difference": _ball_variant(forward=True),
-            "s048_unnormalised": _ball_variant(normalise=False),
-            "s048_relerr_no_floor": _ball_variant(formula="no_floor"),
-            "s048_relerr_absolute": _ball_variant(formula="absolute"),
-            "s048_fd_not_halved": _ball_variant(halved=False),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _ball_variant(forward=True)),
+            "s048_unnormalised": Mistake(S048_UNNORMALISED, _ball_variant(normalise=False)),
+            "s048_relerr_no_floor": Mistake(S048_RELERR_NO_FLOOR, _ball_variant(formula="no_floor")),
+            "s048_relerr_absolute": Mistake(S048_RELERR_ABSOLUTE, _ball_variant(formula="absolute")),
+            "s048_fd_not_halved": Mistake(S048_FD_NOT_HALVED, _ball_variant(halved=False)),
         },
     ),
     Check(
-        "s04_8_ex2", "plateau_starts", 2.0, _starts_cases, reference=plateau_starts,
+        "plateau_starts", _starts_cases, reference=plateau_starts,
         # An integer per beta, graded exactly: the cases assert that the start is the same for the
         # reference and a Python-loop sweep and for 0.8 tol ... 1.25 tol (the deciding entries are truncation errors).
         outputs=(Output("各 β 下平台起点的下标"),),
         mistakes={
-            "s048_start_is_best": _starts_variant(lambda r: int(np.argmin(r))),
-            "s048_start_is_stop": _starts_variant(lambda r: find_plateau(r, TOL)[1]),
+            "s048_start_is_best": Mistake(S048_START_IS_BEST, _starts_variant(lambda r: int(np.argmin(r)))),
+            "s048_start_is_stop": Mistake(S048_START_IS_STOP, _starts_variant(lambda r: find_plateau(r, TOL)[1])),
         },
     ),
 )
@@ -510,179 +510,62 @@ _LOG_OUTPUTS = tuple(Output(label, "exact", rtol=_rtol) for label, _rtol in (
 # clipping) reproduces every float field to <= 1e-12 relative over the graded iterations (measured); the
 # contact counts are integers and exact because no state comes within 1e-7 m of the ground (asserted).
 
-register(
-    Check("s04_8_ex3", "log_entry", 2.0, _entry_cases, reference=log_entry, outputs=_LOG_OUTPUTS,
-          mistakes={m: _entry_variant(m) for m in ("s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped",
-                                                    "s048_contacts_next_states", "s048_residual_mean")}),
-    Check("s04_8_ex3", "train_with_log", 3.0, _train_cases, reference=train_with_log, outputs=_LOG_OUTPUTS,
-          mistakes={m: _train_variant(m) for m in ("s048_log_after_update", "s048_grad_norm_clipped", "s048_step_is_lr",
-                                                    "s048_step_unclipped", "s048_contacts_next_states", "s048_residual_mean")}),
+#: the message of each logging mistake (the module constant of its name)
+_LOG_MESSAGES = {"s048_log_after_update": S048_LOG_AFTER_UPDATE, "s048_grad_norm_clipped": S048_GRAD_NORM_CLIPPED,
+                 "s048_step_is_lr": S048_STEP_IS_LR, "s048_step_unclipped": S048_STEP_UNCLIPPED,
+                 "s048_contacts_next_states": S048_CONTACTS_NEXT_STATES, "s048_residual_mean": S048_RESIDUAL_MEAN}
+
+_S04_8_EX3_CHECKS = (
+    Check("log_entry", _entry_cases, reference=log_entry, outputs=_LOG_OUTPUTS,
+          mistakes={m: Mistake(_LOG_MESSAGES[m], _entry_variant(m)) for m in (
+              "s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped", "s048_contacts_next_states",
+              "s048_residual_mean")}),
+    Check("train_with_log", _train_cases, reference=train_with_log, outputs=_LOG_OUTPUTS,
+          mistakes={m: Mistake(_LOG_MESSAGES[m], _train_variant(m)) for m in (
+              "s048_log_after_update", "s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped",
+              "s048_contacts_next_states", "s048_residual_mean")}),
 )
 
 
-# --- plausible wrong submissions ----------------------------------------------------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-_EX1_PLATEAU_OK = '''def find_plateau(relerr, tol):
-    ok = np.asarray(relerr) <= tol
-    best, i = (-1, -1), 0
-    while i < len(ok):
-        if ok[i]:
-            j = i
-            while j + 1 < len(ok) and ok[j + 1]:
-                j += 1
-            if best[0] < 0 or j - i > best[1] - best[0]:
-                best = (i, j)
-            i = j + 1
-        else:
-            i += 1
-    return best
-'''
-
-_EX2_STARTS = '''def plateau_starts(theta, direction, betas):
-    starts = []
-    for beta in betas:
-        _, _, rel = contact_sweep(theta, direction, float(beta), EPS_TABLE)
-        starts.append({pick})
-    return np.array(starts)
-'''
-
-_EX3_ENTRY_OK = '''def log_entry(theta, lr, max_norm):
-    (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta, dtype=jnp.float64))
-    g_norm = float(jnp.linalg.norm(g))
-    update = -lr * min(1.0, max_norm / g_norm) * np.asarray(g)
-    return LogRow(float(L), float(terms[0]), float(terms[1]), g_norm, int(jnp.sum(rec.penetration > 0)),
-                  float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update)))
-'''
-
-WRONG_ANSWERS = {
-    "s04_8_ex1": [
-        WrongAnswer(  # a forward difference instead of the central one
-            cells={
-                "sweep_answer": '''def directional_sweep(U, direction, eps_list):
-    U = jnp.asarray(U)
-    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
-    ad = float(jnp.vdot(grad_loss(U), v))
-    L0 = float(loss(U))
-    fd = np.array([(float(loss(U + e * v)) - L0) / e for e in eps_list])
-    relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
-    return ad, fd, relerr
-''',
-                "plateau_answer": _EX1_PLATEAU_OK,
-            },
-            feedback_contains="中心差分",
-        ),
-        WrongAnswer(  # the direction used as given; the plateau's stop index one too far (slice-style)
-            cells={
-                "sweep_answer": '''def directional_sweep(U, direction, eps_list):
-    U, v = jnp.asarray(U), jnp.asarray(direction)
-    ad = float(jnp.vdot(grad_loss(U), v))
-    fd = np.array([(float(loss(U + e * v)) - float(loss(U - e * v))) / (2 * e) for e in eps_list])
-    relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
-    return ad, fd, relerr
-''',
-                "plateau_answer": '''def find_plateau(relerr, tol):
-    ok = list(np.asarray(relerr) <= tol)
-    best = (-1, -1)
-    i = 0
-    while i < len(ok):
-        if ok[i]:
-            j = i
-            while j < len(ok) and ok[j]:
-                j += 1
-            if best[0] < 0 or j - i > best[1] - best[0]:
-                best = (i, j)          # j is one past the run
-            i = j
-        else:
-            i += 1
-    return best
-''',
-            },
-            feedback_contains="单位向量",
-        ),
-    ],
-    "s04_8_ex2": [
-        WrongAnswer(  # the absolute error instead of the chapter's relative error; the best eps instead of the plateau
-            cells={
-                "contact_sweep_answer": '''def contact_sweep(theta, direction, beta, eps_list):
-    theta = jnp.asarray(theta)
-    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
-    ad = float(jnp.vdot(grad_loss(theta, beta), v))
-    fd = np.array([(float(loss(theta + e * v, beta)) - float(loss(theta - e * v, beta))) / (2 * e) for e in eps_list])
-    return ad, fd, np.abs(ad - fd)
-''',
-                "plateau_starts_answer": _EX2_STARTS.format(pick="int(np.argmin(rel))"),
-            },
-            feedback_contains="绝对误差",
-        ),
-        WrongAnswer(  # the plateau's smallest eps reported instead of its largest
-            cells={
-                "contact_sweep_answer": '''def contact_sweep(theta, direction, beta, eps_list):
-    theta = jnp.asarray(theta)
-    v = jnp.asarray(direction) / jnp.linalg.norm(jnp.asarray(direction))
-    ad = float(jnp.vdot(grad_loss(theta, beta), v))
-    fd = np.array([(float(loss(theta + e * v, beta)) - float(loss(theta - e * v, beta))) / (2 * e) for e in eps_list])
-    return ad, fd, np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
-''',
-                "plateau_starts_answer": '''def plateau_starts(theta, direction, betas):
-    out = []
-    for beta in betas:
-        _, _, rel = contact_sweep(theta, direction, float(beta), EPS_TABLE)
-        ok = list(np.asarray(rel) <= TOL) + [False]
-        best, start = (-1, -1), None
-        for i, flag in enumerate(ok):
-            if flag and start is None:
-                start = i
-            elif not flag and start is not None:
-                if best[0] < 0 or i - 1 - start > best[1] - best[0]:
-                    best = (start, i - 1)
-                start = None
-        out.append(best[1])    # the end of the plateau
-    return np.array(out)
-''',
-            },
-            feedback_contains="平台的起点",
-        ),
-    ],
-    "s04_8_ex3": [
-        WrongAnswer(  # the loss, contacts and residual logged after the update, the gradient before it
-            cells={
-                "log_entry_answer": _EX3_ENTRY_OK,
-                "train_answer": '''def train_with_log(theta0, lr, max_norm, n_iters):
-    theta = np.asarray(theta0, dtype=np.float64)
-    rows = []
-    for _ in range(n_iters):
-        (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta))
-        g_norm = float(jnp.linalg.norm(g))
-        update = -lr * min(1.0, max_norm / g_norm) * np.asarray(g)
-        theta = theta + update
-        (L, (terms, xs, rec)), _ = value_and_grad(jnp.asarray(theta))   # log where we arrived
-        rows.append(LogRow(float(L), float(terms[0]), float(terms[1]), g_norm, int(jnp.sum(rec.penetration > 0)),
-                           float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update))))
-    return LogRow(*(np.array(c) for c in zip(*rows)))
-''',
-            },
-            feedback_contains="同一行的所有字段必须来自同一个",
-        ),
-        WrongAnswer(  # the gradient norm logged after clipping
-            cells={
-                "log_entry_answer": '''def log_entry(theta, lr, max_norm):
-    (L, (terms, xs, rec)), g = value_and_grad(jnp.asarray(theta, dtype=jnp.float64))
-    g = g * min(1.0, max_norm / float(jnp.linalg.norm(g)))      # clip first
-    update = -lr * np.asarray(g)
-    return LogRow(float(L), float(terms[0]), float(terms[1]), float(jnp.linalg.norm(g)), int(jnp.sum(rec.penetration > 0)),
-                  float(jnp.max(rec.penetration)), float(jnp.max(rec.residual)), float(np.linalg.norm(update)))
-''',
-                "train_answer": '''def train_with_log(theta0, lr, max_norm, n_iters):
-    theta, rows = np.asarray(theta0, dtype=np.float64), []
-    for _ in range(n_iters):
-        row = log_entry(theta, lr, max_norm)
-        (_, _), g = value_and_grad(jnp.asarray(theta))
-        theta = theta - lr * min(1.0, max_norm / float(jnp.linalg.norm(g))) * np.asarray(g)
-        rows.append(row)
-    return LogRow(*(np.array(c) for c in zip(*rows)))
-''',
-            },
-            feedback_contains="裁剪之前",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_8_ex1", _S04_8_EX1_CHECKS, constants={"DT": DI_DT, "N": DI_N, "P": _DI}, wrong_answers=(
+        WrongAnswer("中心差分", keep=("plateau_answer",), edits={  # a forward difference instead of the central one
+            "sweep_answer": [("(float(loss(U + e * v)) - float(loss(U - e * v))) / (2.0 * e)",
+                              "(float(loss(U + e * v)) - float(loss(U))) / e")],
+        }),
+        # the direction used as given; the plateau's stop one past the run (slice-style)
+        WrongAnswer("单位向量", edits={
+            "sweep_answer": [("    v = v / jnp.linalg.norm(v)                              # 单位方向\n", "")],
+            "plateau_answer": [("(i - 1 - run_start) > (best[1] - best[0])", "(i - run_start) > (best[1] - best[0])"),
+                               ("best = (run_start, i - 1)", "best = (run_start, i)")],
+        }),
+    )),
+    Exercise("s04_8_ex2", _S04_8_EX2_CHECKS, constants={"H": BALL_H, "N": BALL_N, "K": BALL_K}, wrong_answers=(
+        # the absolute error instead of the chapter's relative error; the best eps instead of the plateau
+        WrongAnswer("绝对误差", edits={
+            "contact_sweep_answer": [("relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))",
+                                      "relerr = np.abs(ad - fd)")],
+            "plateau_starts_answer": [("starts.append(find_plateau(rel, TOL)[0])", "starts.append(int(np.argmin(rel)))")],
+        }),
+        WrongAnswer("平台的起点", keep=("contact_sweep_answer",), edits={  # the plateau's smallest eps instead of its largest
+            "plateau_starts_answer": [("starts.append(find_plateau(rel, TOL)[0])", "starts.append(find_plateau(rel, TOL)[1])")],
+        }),
+    )),
+    Exercise("s04_8_ex3", _S04_8_EX3_CHECKS, constants={"H": LOG_H, "N": LOG_N, "Y0": LOG_Y0, "TARGET": LOG_TARGET},
+             wrong_answers=(
+        # the loss, contacts and residual logged after the update, the gradient norm and step before it
+        WrongAnswer("同一行的所有字段必须来自同一个", keep=("log_entry_answer",), edits={
+            "train_answer": [("        row, theta = _log_and_step(theta, lr, max_norm)   # 先记录 theta_i，再走到 theta_{i+1}\n"
+                              "        rows.append(row)",
+                              "        row, theta = _log_and_step(theta, lr, max_norm)\n"
+                              "        after, _ = _log_and_step(theta, lr, max_norm)   # 记录走到的地方\n"
+                              "        rows.append(after._replace(grad_norm=row.grad_norm, step_size=row.step_size))")],
+        }),
+        WrongAnswer("裁剪之前", keep=("train_answer",), edits={  # the gradient norm logged after clipping
+            "log_entry_answer": [("grad_norm=g_norm,                                         # 裁剪之前",
+                                  "grad_norm=min(g_norm, max_norm),")],
+        }),
+    )),
+)

@@ -21,26 +21,26 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.verdict.compare import add_mistake_message
-from autograder.authoring.registry import Check, Output, WrongAnswer, register
+from autograder.authoring import messages
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-add_mistake_message("s04end_sens_old_velocity", "解析导数与“位置的敏感度用旧速度的敏感度更新”一致：半隐式欧拉里 q_{k+1} = q_k + h·v_{k+1}，所以 ∂q_{k+1}/∂k = ∂q_k/∂k + h·∂v_{k+1}/∂k，要用更新之后的速度敏感度（那一项才含有 −h·q_k/m）。")
-add_mistake_message("s04end_sens_new_position", "解析导数与“在 q_{k+1} 处计算直接项 −h·q/m”一致：速度更新 v_{k+1} = v_k + h(−b v_k − k q_k)/m 用的是旧位置 q_k，对 k 的直接导数是 −h·q_k/m。")
-add_mistake_message("s04end_natural_log", "误差列与用自然对数算出的结果一致：题目要的是 log10。")
-add_mistake_message("s04end_error_unnormalised", "误差列与 |FD − AD|/|AD|（没有取 max(1, |AD|, |FD|)）一致：本章的相对误差分母是 max(1, |a|, |f|)，导数很小时它退化为绝对误差。")
-add_mistake_message("s04end_error_vs_analytic_wrong", "误差列与“拿有限差分和自己写错的解析导数比较”一致：请先让解析导数与 jax.grad 吻合，误差表以 jax.grad 的导数为基准。")
-add_mistake_message("s04end_onesided_swapped", "前向与后向差分对调了：前向差分是 (s(y+ε) − s(y))/ε，向接触边界的“上方”看；后向差分是 (s(y) − s(y−ε))/ε，向“下方”看。")
-add_mistake_message("s04end_gap_sign", "结果与 λ = k·max(0, y) 一致：穿透时 y < 0，惩罚力应为 k·max(0, −y)，也就是地面以下才有推力。")
-add_mistake_message("s04end_central_is_forward", "中心差分一栏与前向差分相同：中心差分应为 (s(y+ε) − s(y−ε))/(2ε)，两侧各扰动一次。")
-add_mistake_message("s04end_central_no_half", "中心差分一栏是参考值的 2 倍：两个采样点相距 2ε，分母应为 2ε 而不是 ε。")
-add_mistake_message("s04end_switch_shifted", "切换标记与“比较第 k 步和第 k+1 步”一致（off-by-one）：switch[k] 表示第 k 步的接触状态与第 k−1 步不同，switch[0] = 0。")
-add_mistake_message("s04end_contact_from_force", "接触标记与“法向力大于 0”一致：快速分离时阻尼项会把 penalty 力截断为 0，但脚仍在地面以下。本题的接触以记录里的 mode（即 φ ≤ 0）为准。")
-add_mistake_message("s04end_penetration_next_state", "穿透深度与用步末状态 x_{k+1} 计算的结果一致（off-by-one）：ContactRecord 记录的是第 k 步开始时的 max(0, −z_f)。")
-add_mistake_message("s04end_grad_wrt_state", "梯度范数与 ‖∂L/∂x_k‖（对状态的伴随）一致：本题要的是对第 k 步控制的梯度 ‖∂L/∂u_k‖。")
-add_mistake_message("s04end_pen_not_squared", "穿透项与 W_PEN·Σ d_k（没有平方）一致：穿透代价是 W_PEN·Σ d_k²。")
-add_mistake_message("s04end_effort_abs", "控制代价与 W_U·Σ|u_k|（一范数）一致：控制代价是 W_U·Σ‖u_k‖²。")
+S04END_SENS_OLD_VELOCITY = "解析导数与“位置的敏感度用旧速度的敏感度更新”一致：半隐式欧拉里 q_{k+1} = q_k + h·v_{k+1}，所以 ∂q_{k+1}/∂k = ∂q_k/∂k + h·∂v_{k+1}/∂k，要用更新之后的速度敏感度（那一项才含有 −h·q_k/m）。"
+S04END_SENS_NEW_POSITION = "解析导数与“在 q_{k+1} 处计算直接项 −h·q/m”一致：速度更新 v_{k+1} = v_k + h(−b v_k − k q_k)/m 用的是旧位置 q_k，对 k 的直接导数是 −h·q_k/m。"
+S04END_NATURAL_LOG = "误差列与用自然对数算出的结果一致：题目要的是 log10。"
+S04END_ERROR_UNNORMALISED = "误差列与 |FD − AD|/|AD|（没有取 max(1, |AD|, |FD|)）一致：本章的相对误差分母是 max(1, |a|, |f|)，导数很小时它退化为绝对误差。"
+S04END_ERROR_VS_ANALYTIC_WRONG = "误差列与“拿有限差分和自己写错的解析导数比较”一致：请先让解析导数与 jax.grad 吻合，误差表以 jax.grad 的导数为基准。"
+S04END_ONESIDED_SWAPPED = "前向与后向差分对调了：前向差分是 (s(y+ε) − s(y))/ε，向接触边界的“上方”看；后向差分是 (s(y) − s(y−ε))/ε，向“下方”看。"
+S04END_GAP_SIGN = "结果与 λ = k·max(0, y) 一致：穿透时 y < 0，惩罚力应为 k·max(0, −y)，也就是地面以下才有推力。"
+S04END_CENTRAL_IS_FORWARD = "中心差分一栏与前向差分相同：中心差分应为 (s(y+ε) − s(y−ε))/(2ε)，两侧各扰动一次。"
+S04END_CENTRAL_NO_HALF = "中心差分一栏是参考值的 2 倍：两个采样点相距 2ε，分母应为 2ε 而不是 ε。"
+S04END_SWITCH_SHIFTED = "切换标记与“比较第 k 步和第 k+1 步”一致（off-by-one）：switch[k] 表示第 k 步的接触状态与第 k−1 步不同，switch[0] = 0。"
+S04END_CONTACT_FROM_FORCE = "接触标记与“法向力大于 0”一致：快速分离时阻尼项会把 penalty 力截断为 0，但脚仍在地面以下。本题的接触以记录里的 mode（即 φ ≤ 0）为准。"
+S04END_PENETRATION_NEXT_STATE = "穿透深度与用步末状态 x_{k+1} 计算的结果一致（off-by-one）：ContactRecord 记录的是第 k 步开始时的 max(0, −z_f)。"
+S04END_GRAD_WRT_STATE = "梯度范数与 ‖∂L/∂x_k‖（对状态的伴随）一致：本题要的是对第 k 步控制的梯度 ‖∂L/∂u_k‖。"
+S04END_PEN_NOT_SQUARED = "穿透项与 W_PEN·Σ d_k（没有平方）一致：穿透代价是 W_PEN·Σ d_k²。"
+S04END_EFFORT_ABS = "控制代价与 W_U·Σ|u_k|（一范数）一致：控制代价是 W_U·Σ‖u_k‖²。"
 
 
 # --- s04_end_exA: spring-damper, analytic vs AD vs finite differences -----------------------------
@@ -184,30 +184,30 @@ def _table_variant(**options):
     return lambda **case: _error_table(**case, **options)
 
 
-register(
+_S04_END_EXA_CHECKS = (
     Check(
-        "s04_end_exA", "analytic_derivative", 3.0, _derivative_cases,
+        "analytic_derivative", _derivative_cases,
         reference=analytic_derivative,
         outputs=(Output("解析导数 ∂q_N/∂k", "exact"),),
         mistakes={
-            "s04end_sens_old_velocity": _analytic_variant("old_velocity"),
-            "s04end_sens_new_position": _analytic_variant("new_position"),
+            "s04end_sens_old_velocity": Mistake(S04END_SENS_OLD_VELOCITY, _analytic_variant("old_velocity")),
+            "s04end_sens_new_position": Mistake(S04END_SENS_NEW_POSITION, _analytic_variant("new_position")),
         },
     ),
     Check(
-        "s04_end_exA", "ad_derivative", 1.0, _derivative_cases,
+        "ad_derivative", _derivative_cases,
         reference=ad_derivative,
         outputs=(Output("自动微分导数 ∂q_N/∂k", "exact"),),
     ),
     Check(
-        "s04_end_exA", "error_table", 3.0, _sd_cases,
+        "error_table", _sd_cases,
         reference=error_table,
         outputs=(Output("中心差分 FD(ε)", rtol=SD_FD_RTOL), Output("误差表 log10 relerr(FD, AD)", rtol=SD_LOG_ERR_RTOL)),
         mistakes={
-            "forward_difference": _table_variant(scheme="forward"),
-            "s04end_natural_log": _table_variant(log=np.log),
-            "s04end_error_unnormalised": _table_variant(norm="plain"),
-            "s04end_error_vs_analytic_wrong": _table_variant(base="old_velocity"),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _table_variant(scheme="forward")),
+            "s04end_natural_log": Mistake(S04END_NATURAL_LOG, _table_variant(log=np.log)),
+            "s04end_error_unnormalised": Mistake(S04END_ERROR_UNNORMALISED, _table_variant(norm="plain")),
+            "s04end_error_vs_analytic_wrong": Mistake(S04END_ERROR_VS_ANALYTIC_WRONG, _table_variant(base="old_velocity")),
         },
     ),
 )
@@ -281,25 +281,25 @@ def _ad_cases():
     return [{k: v for k, v in case.items() if k != "eps_list"} for case in _penalty_cases()]
 
 
-register(
+_S04_END_EXB_CHECKS = (
     Check(
-        "s04_end_exB", "fd_estimates", 4.0, _penalty_cases,
+        "fd_estimates", _penalty_cases,
         reference=fd_estimates,
         outputs=(Output("前向差分", rtol=PENALTY_FD_RTOL), Output("后向差分", rtol=PENALTY_FD_RTOL),
                  Output("中心差分", rtol=PENALTY_FD_RTOL)),
         mistakes={
-            "s04end_onesided_swapped": _fd_variant(swap=True),
-            "s04end_gap_sign": _fd_variant(gap_sign=-1.0),
-            "s04end_central_is_forward": _fd_variant(central_forward=True),
-            "s04end_central_no_half": _fd_variant(central_no_half=True),
+            "s04end_onesided_swapped": Mistake(S04END_ONESIDED_SWAPPED, _fd_variant(swap=True)),
+            "s04end_gap_sign": Mistake(S04END_GAP_SIGN, _fd_variant(gap_sign=-1.0)),
+            "s04end_central_is_forward": Mistake(S04END_CENTRAL_IS_FORWARD, _fd_variant(central_forward=True)),
+            "s04end_central_no_half": Mistake(S04END_CENTRAL_NO_HALF, _fd_variant(central_no_half=True)),
         },
     ),
     Check(
-        "s04_end_exB", "ad_slopes", 1.0, _ad_cases,
+        "ad_slopes", _ad_cases,
         reference=ad_slopes,
         outputs=(Output("自动微分斜率 dv⁺/dy", "exact"),),
         mistakes={
-            "s04end_gap_sign": lambda y0s, v0, h, k, m: np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=-1.0)),
+            "s04end_gap_sign": Mistake(S04END_GAP_SIGN, lambda y0s, v0, h, k, m: np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=-1.0))),
         },
     ),
 )
@@ -428,206 +428,80 @@ _LOG_OUTPUTS = (Output("接触标记 contact", "exact"), Output("接触切换 sw
                 Output("每步穿透代价", rtol=HOP_RTOL), Output("每步梯度范数 ‖∂L/∂u_k‖", rtol=HOP_RTOL))
 
 
-register(
+_S04_END_EXC_CHECKS = (
     Check(
-        "s04_end_exC", "loss_terms", 2.0, _hop_cases,
+        "loss_terms", _hop_cases,
         reference=loss_terms,
         outputs=(Output("loss 分项 [落脚, 身体高度, 控制, 穿透]", rtol=HOP_RTOL),),
         mistakes={
-            "s04end_pen_not_squared": lambda x0, us, ground_stiffness: np.asarray(
-                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="pen_not_squared")),
-            "s04end_effort_abs": lambda x0, us, ground_stiffness: np.asarray(
-                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="effort_abs")),
+            "s04end_pen_not_squared": Mistake(S04END_PEN_NOT_SQUARED, lambda x0, us, ground_stiffness: np.asarray(
+                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="pen_not_squared"))),
+            "s04end_effort_abs": Mistake(S04END_EFFORT_ABS, lambda x0, us, ground_stiffness: np.asarray(
+                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="effort_abs"))),
         },
     ),
     Check(
-        "s04_end_exC", "step_log", 5.0, _hop_cases,
+        "step_log", _hop_cases,
         reference=step_log,
         outputs=_LOG_OUTPUTS,
         mistakes={
-            "s04end_switch_shifted": _log_variant("switch_shifted"),
-            "s04end_contact_from_force": _log_variant("contact_from_force"),
-            "s04end_penetration_next_state": _log_variant("penetration_next_state"),
-            "s04end_grad_wrt_state": _log_variant("grad_wrt_state"),
+            "s04end_switch_shifted": Mistake(S04END_SWITCH_SHIFTED, _log_variant("switch_shifted")),
+            "s04end_contact_from_force": Mistake(S04END_CONTACT_FROM_FORCE, _log_variant("contact_from_force")),
+            "s04end_penetration_next_state": Mistake(S04END_PENETRATION_NEXT_STATE, _log_variant("penetration_next_state")),
+            "s04end_grad_wrt_state": Mistake(S04END_GRAD_WRT_STATE, _log_variant("grad_wrt_state")),
         },
     ),
 )
 
 
-# --- plausible wrong submissions (pasted into the release by the self-test) -----------------------
+# --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
-_AD_CELL = '''@partial(jax.jit, static_argnames="n_steps")
-def final_position(m, b, k, q0, v0, h, n_steps):
-    step = cl.semi_implicit_euler(cl.spring_damper, h)
-    p = cl.SpringDamperParams(mass=m, damping=b, stiffness=k)
-    x, _ = jax.lax.scan(lambda x, _: (step(x, jnp.zeros(1), p), None), jnp.stack([q0, v0]).astype(jnp.float64),
-                        None, length=n_steps)
-    return x[0]
+_CENTRAL = "(s(y + e) - s(y - e)) / (2 * e)"
 
-
-def ad_derivative(m, b, k, q0, v0, h, n_steps):
-    return float(jax.grad(final_position, argnums=2)(m, b, float(k), q0, v0, h, n_steps))
-'''
-
-_HOP_TERMS_CELL = '''def _rollout_terms(us, x0, ground_stiffness):
-    xs, rec = cl.rollout_with_record(STEP, x0, us, hopper_params(ground_stiffness))
-    depth = rec.penetration[:, 0]
-    effort = W_EFFORT * jnp.sum(us**2, axis=1)
-    pen_cost = W_PEN * depth**2
-    terms = jnp.stack([W_FOOT * (xs[-1, 2] - FOOT_TARGET) ** 2, W_HEIGHT * (xs[-1, 1] - HEIGHT_TARGET) ** 2,
-                       jnp.sum(effort), jnp.sum(pen_cost)])
-    return terms, effort, pen_cost, rec
-
-
-@jax.jit
-def loss_terms(x0, us, ground_stiffness):
-    return _rollout_terms(us, x0, ground_stiffness)[0]
-'''
-
-WRONG_ANSWERS = {
-    "s04_end_exA": [
-        WrongAnswer(
-            cells={
-                "analytic_answer": '''def analytic_derivative(m, b, k, q0, v0, h, n_steps):
-    q, v, s_q, s_v = q0, v0, 0.0, 0.0
-    for _ in range(n_steps):
-        s_q, s_v = s_q + h * s_v, s_v + h * (-b * s_v - k * s_q - q) / m   # position sensitivity from the OLD s_v
-        v = v + h * (-b * v - k * q) / m
-        q = q + h * v
-    return s_q
-''',
-            },
-            feedback_contains="旧速度的敏感度",
-        ),
-        WrongAnswer(
-            cells={
-                "ad_answer": _AD_CELL,
-                "table_answer": '''def error_table(m, b, k, q0, v0, h, n_steps, eps_list):
-    g = ad_derivative(m, b, k, q0, v0, h, n_steps)
-    q_k = float(final_position(m, b, k, q0, v0, h, n_steps))
-    fd = np.array([(float(final_position(m, b, k + e, q0, v0, h, n_steps)) - q_k) / e for e in eps_list])
-    return fd, np.log10(np.abs(fd - g) / np.maximum(1.0, np.maximum(abs(g), np.abs(fd))))
-''',
-            },
-            feedback_contains="前向差分",
-        ),
-        WrongAnswer(
-            cells={
-                "ad_answer": _AD_CELL,
-                "table_answer": '''def error_table(m, b, k, q0, v0, h, n_steps, eps_list):
-    g = ad_derivative(m, b, k, q0, v0, h, n_steps)
-    fd = np.array([(float(final_position(m, b, k + e, q0, v0, h, n_steps))
-                    - float(final_position(m, b, k - e, q0, v0, h, n_steps))) / (2 * e) for e in eps_list])
-    return fd, np.log(np.abs(fd - g) / np.maximum(1.0, np.maximum(abs(g), np.abs(fd))))
-''',
-            },
-            feedback_contains="自然对数",
-        ),
-    ],
-    "s04_end_exB": [
-        WrongAnswer(
-            cells={
-                "fd_answer": '''def next_velocity(y, v0, h, k, m):
-    return v0 + h * (k * jnp.maximum(0.0, -y) / m - G)
-
-
-def fd_estimates(y0s, v0, eps_list, h, k, m):
-    y, e = np.asarray(y0s)[:, None], np.asarray(eps_list)[None, :]
-    s = lambda yy: np.asarray(next_velocity(yy, v0, h, k, m))
-    forward = (s(y) - s(y - e)) / e      # looks down, i.e. the backward difference
-    backward = (s(y + e) - s(y)) / e
-    return forward, backward, (s(y + e) - s(y - e)) / (2 * e)
-''',
-            },
-            feedback_contains="对调",
-        ),
-        WrongAnswer(
-            cells={
-                "fd_answer": '''def next_velocity(y, v0, h, k, m):
-    return v0 + h * (k * jnp.maximum(0.0, y) / m - G)     # contact on the wrong side
-
-
-def fd_estimates(y0s, v0, eps_list, h, k, m):
-    y, e = np.asarray(y0s)[:, None], np.asarray(eps_list)[None, :]
-    s = lambda yy: np.asarray(next_velocity(yy, v0, h, k, m))
-    return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, (s(y + e) - s(y - e)) / (2 * e)
-''',
-                "ad_answer": '''def ad_slopes(y0s, v0, h, k, m):
-    return np.array([float(jax.grad(next_velocity)(float(y), v0, h, k, m)) for y in y0s])
-''',
-            },
-            feedback_contains="地面以下才有推力",
-        ),
-        WrongAnswer(
-            cells={
-                "fd_answer": '''def next_velocity(y, v0, h, k, m):
-    return v0 + h * (k * jnp.maximum(0.0, -y) / m - G)
-
-
-def fd_estimates(y0s, v0, eps_list, h, k, m):
-    y, e = np.asarray(y0s)[:, None], np.asarray(eps_list)[None, :]
-    s = lambda yy: np.asarray(next_velocity(yy, v0, h, k, m))
-    return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, (s(y + e) - s(y - e)) / e   # 2 missing
-''',
-            },
-            feedback_contains="分母应为 2ε",
-        ),
-    ],
-    "s04_end_exC": [
-        WrongAnswer(
-            cells={
-                "terms_answer": _HOP_TERMS_CELL,
-                "log_answer": '''@jax.jit
-def step_log(x0, us, ground_stiffness):
-    terms, effort, pen_cost, rec = _rollout_terms(us, x0, ground_stiffness)
-    contact = (rec.mode[:, 0] > 0).astype(jnp.float64)
-    switch = jnp.append(contact[1:] != contact[:-1], False).astype(jnp.float64)   # compares k with k+1
-    grad = jax.grad(lambda u: jnp.sum(_rollout_terms(u, x0, ground_stiffness)[0]))(us)
-    return contact, switch, rec.penetration[:, 0], effort, pen_cost, jnp.linalg.norm(grad, axis=1)
-''',
-            },
-            feedback_contains="与第 k−1 步不同",
-        ),
-        WrongAnswer(
-            cells={
-                "terms_answer": '''def _rollout_terms(us, x0, ground_stiffness):
-    xs, rec = cl.rollout_with_record(STEP, x0, us, hopper_params(ground_stiffness))
-    depth = jnp.maximum(0.0, -xs[1:, 3])          # penetration of the state AFTER each step
-    effort = W_EFFORT * jnp.sum(us**2, axis=1)
-    pen_cost = W_PEN * depth**2
-    terms = jnp.stack([W_FOOT * (xs[-1, 2] - FOOT_TARGET) ** 2, W_HEIGHT * (xs[-1, 1] - HEIGHT_TARGET) ** 2,
-                       jnp.sum(effort), jnp.sum(pen_cost)])
-    return terms, effort, pen_cost, depth
-
-
-@jax.jit
-def loss_terms(x0, us, ground_stiffness):
-    return _rollout_terms(us, x0, ground_stiffness)[0]
-''',
-                "log_answer": '''@jax.jit
-def step_log(x0, us, ground_stiffness):
-    terms, effort, pen_cost, depth = _rollout_terms(us, x0, ground_stiffness)
-    contact = (depth > 0).astype(jnp.float64)
-    switch = jnp.concatenate([jnp.zeros(1), (contact[1:] != contact[:-1]).astype(jnp.float64)])
-    grad = jax.grad(lambda u: jnp.sum(_rollout_terms(u, x0, ground_stiffness)[0]))(us)
-    return contact, switch, depth, effort, pen_cost, jnp.linalg.norm(grad, axis=1)
-''',
-            },
-            feedback_contains="步末状态",
-        ),
-        WrongAnswer(
-            cells={
-                "terms_answer": _HOP_TERMS_CELL,
-                "log_answer": '''@jax.jit
-def step_log(x0, us, ground_stiffness):
-    terms, effort, pen_cost, rec = _rollout_terms(us, x0, ground_stiffness)
-    contact = (rec.normal_force[:, 0] > 0).astype(jnp.float64)     # "in contact" = the ground pushes
-    switch = jnp.concatenate([jnp.zeros(1), (contact[1:] != contact[:-1]).astype(jnp.float64)])
-    grad = jax.grad(lambda u: jnp.sum(_rollout_terms(u, x0, ground_stiffness)[0]))(us)
-    return contact, switch, rec.penetration[:, 0], effort, pen_cost, jnp.linalg.norm(grad, axis=1)
-''',
-            },
-            feedback_contains="截断为 0",
-        ),
-    ],
-}
+EXERCISES = (
+    Exercise("s04_end_exA", _S04_END_EXA_CHECKS, wrong_answers=(
+        WrongAnswer("旧速度的敏感度", edits={  # the position sensitivity updated with the OLD velocity sensitivity
+            "analytic_answer": [("        s_v = s_v + h * (-b * s_v - k * s_q - q) / m\n",
+                                 "        s_q, s_v = s_q + h * s_v, s_v + h * (-b * s_v - k * s_q - q) / m\n"),
+                                ("        # d/dk of q' = q + h v': the NEW velocity sensitivity\n        s_q = s_q + h * s_v\n", "")],
+        }),
+        WrongAnswer("前向差分", keep=("ad_answer",), edits={  # a forward difference in the table
+            "table_answer": [("- float(final_position(m, b, k - e, q0, v0, h, n_steps))) / (2 * e)",
+                              "- float(final_position(m, b, k, q0, v0, h, n_steps))) / e")],
+        }),
+        WrongAnswer("自然对数", keep=("ad_answer",), edits={  # ln instead of log10
+            "table_answer": [("return fd, np.log10(rel)", "return fd, np.log(rel)")],
+        }),
+    )),
+    Exercise("s04_end_exB", _S04_END_EXB_CHECKS, constants={"G": GRAVITY}, wrong_answers=(
+        WrongAnswer("对调", edits={  # forward and backward differences swapped
+            "fd_answer": [("return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, " + _CENTRAL,
+                           "return (s(y) - s(y - e)) / e, (s(y + e) - s(y)) / e, " + _CENTRAL)],
+        }),
+        WrongAnswer("地面以下才有推力", keep=("ad_answer",), edits={  # contact on the wrong side of the ground
+            "fd_answer": [("jnp.maximum(0.0, -y)", "jnp.maximum(0.0, y)")],
+        }),
+        WrongAnswer("分母应为 2ε", edits={  # the central difference divided by eps, not 2 eps
+            "fd_answer": [(_CENTRAL, "(s(y + e) - s(y - e)) / e")],
+        }),
+    )),
+    Exercise("s04_end_exC", _S04_END_EXC_CHECKS,
+             constants={"H": HOP_H, "GROUND_DAMPING": HOP_GROUND_DAMPING, "FOOT_TARGET": HOP_FOOT_TARGET,
+                        "HEIGHT_TARGET": HOP_HEIGHT_TARGET, "W_FOOT": W_FOOT, "W_HEIGHT": W_HEIGHT,
+                        "W_EFFORT": W_EFFORT, "W_PEN": W_PEN},
+             wrong_answers=(
+        WrongAnswer("与第 k−1 步不同", keep=("terms_answer",), edits={  # the switch compares step k with k+1
+            "log_answer": [("switch = jnp.concatenate([jnp.zeros(1), (contact[1:] != contact[:-1]).astype(jnp.float64)])",
+                            "switch = jnp.concatenate([(contact[1:] != contact[:-1]).astype(jnp.float64), jnp.zeros(1)])")],
+        }),
+        # the penetration logged from the state AFTER each step (the rollout's states instead of the record)
+        WrongAnswer("步末状态", edits={
+            "terms_answer": [("    return terms, effort, pen_cost, rec\n", "    return terms, effort, pen_cost, rec, xs\n")],
+            "log_answer": [("terms, effort, pen_cost, rec = _rollout_terms", "terms, effort, pen_cost, rec, xs = _rollout_terms"),
+                           ("rec.penetration[:, 0], effort", "jnp.maximum(0.0, -xs[1:, 3]), effort")],
+        }),
+        WrongAnswer("截断为 0", keep=("terms_answer",), edits={  # "in contact" taken as "the ground pushes"
+            "log_answer": [("contact = (rec.mode[:, 0] > 0)", "contact = (rec.normal_force[:, 0] > 0)")],
+        }),
+    )),
+)
