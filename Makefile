@@ -8,11 +8,13 @@ STAMP  := $(VENV)/.installed
 RUN    := PATH="$(CURDIR)/$(BIN):$$PATH"
 JOBS   ?= 2
 
-.PHONY: help venv book test bench bench-gpu lock clean
+.PHONY: help venv book lint test test-fast bench bench-gpu lock clean
 
 help:
 	@echo "make book      build the executable book into _build/html"
-	@echo "make test      run the whole test suite (CI calls this)"
+	@echo "make test      lint, then run the whole test suite (CI calls this)"
+	@echo "make lint      ruff: lint and format check (ruff format . fixes the formatting)"
+	@echo "make test-fast library and unit tests only: no nbgrader, book, browser or slow tests (minutes)"
 	@echo "make bench     run the CPU benchmarks and print their table"
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml"
@@ -30,8 +32,15 @@ $(STAMP): requirements.lock pyproject.toml
 book: $(STAMP)
 	$(RUN) $(BIN)/jupyter-book build . --warningiserror --keep-going
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
 	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+
+test-fast: $(STAMP)
+	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not (nbgrader or book or browser or slow)"
 
 bench: $(STAMP)
 	$(RUN) $(BIN)/python benchmarks/run.py

@@ -60,9 +60,14 @@ def decode(record):
     if not isinstance(dtype, str) or dtype not in _DTYPE_NAMES:  # np.dtype() of any string could raise
         raise MalformedRecord("dtype")
     # bounded before math.prod: a product of many huge integers would stall the verdict (no bools either)
-    if (not isinstance(shape, list) or len(shape) > _MAX_NDIM
-            or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
-            or not isinstance(data, list) or len(data) > MAX_ELEMENTS or len(data) != math.prod(shape)):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > _MAX_NDIM
+        or not all(type(n) is int and 0 <= n <= MAX_ELEMENTS for n in shape)
+        or not isinstance(data, list)
+        or len(data) > MAX_ELEMENTS
+        or len(data) != math.prod(shape)
+    ):
         raise MalformedRecord("shape and data disagree")
     values = []
     for x in data:

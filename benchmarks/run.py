@@ -56,8 +56,8 @@ QUICK = {
 }
 
 # Correctness tolerances (these make the script exit 1; targets never do).
-FD_TOL = 1e-6            # adjoint vs central differences, normwise relative, float64
-DIFFRAX_TOL = 1e-8       # course_lib vs diffrax gradient, max elementwise relative, float64
+FD_TOL = 1e-6  # adjoint vs central differences, normwise relative, float64
+DIFFRAX_TOL = 1e-8  # course_lib vs diffrax gradient, max elementwise relative, float64
 CHECKPOINT_TOL = {"float32": 1e-4, "float64": 1e-10}  # checkpointed vs store-all gradient
 
 
@@ -131,7 +131,14 @@ def fmt_bytes(b):
 
 def target(metric, ratio, op, threshold, text):
     met = bool(ratio <= threshold) if op == "<=" else bool(ratio >= threshold)
-    return {"metric": metric, "ratio": float(ratio), "op": op, "threshold": float(threshold), "target": text, "met": met}
+    return {
+        "metric": metric,
+        "ratio": float(ratio),
+        "op": op,
+        "threshold": float(threshold),
+        "target": text,
+        "met": met,
+    }
 
 
 def check(name, value, tol):
@@ -181,8 +188,9 @@ def bench_grad_vs_forward(cfg, repeats, min_repeat_s, dtype):
     fwd_c, fwd_compile = compile_jit(forward, x0s, uss)
     grad_c, grad_compile = compile_jit(gradient, x0s, uss)
     g = grad_c(x0s, uss)
-    samples = time_interleaved({"forward_s": (fwd_c, (x0s, uss)), "gradient_s": (grad_c, (x0s, uss))},
-                               repeats, min_repeat_s)
+    samples = time_interleaved(
+        {"forward_s": (fwd_c, (x0s, uss)), "gradient_s": (grad_c, (x0s, uss))}, repeats, min_repeat_s
+    )
     t_fwd, t_grad = median(samples["forward_s"]), median(samples["gradient_s"])
     ratio = paired_ratio(samples, "gradient_s", "forward_s")
     mins = fastest(samples)
@@ -274,7 +282,9 @@ def bench_adjoint_vs_fd(cfg, repeats, min_repeat_s):
     g_adj, g_ad, g_fd = adj_c(us), ad_c(us), fd_c(us)
     samples = time_interleaved(
         {"adjoint_s": (adj_c, (us,)), "store_all_ad_s": (ad_c, (us,)), "central_fd_s": (fd_c, (us,))},
-        repeats, min_repeat_s)
+        repeats,
+        min_repeat_s,
+    )
     t_adj, t_ad, t_fd = (median(samples[k]) for k in ("adjoint_s", "store_all_ad_s", "central_fd_s"))
     speedup = paired_ratio(samples, "central_fd_s", "adjoint_s")
     mins = fastest(samples)
@@ -406,9 +416,11 @@ def bench_vs_diffrax(cfg, repeats, min_repeat_s, extras=True):
     speedup = paired_ratio(samples, "diffrax_grad_s", "course_lib_grad_s")
     if extras:
         t_dfx_full = med["diffrax_grad_checkpoints_eq_steps_s"]
-        full_line = (f"diffrax RecursiveCheckpointAdjoint(checkpoints={n}) {fmt_time(t_dfx_full)} "
-                     f"(ratio {paired_ratio(samples, 'diffrax_grad_checkpoints_eq_steps_s', 'course_lib_grad_s'):.1f}x "
-                     "vs course_lib store_all)")
+        full_line = (
+            f"diffrax RecursiveCheckpointAdjoint(checkpoints={n}) {fmt_time(t_dfx_full)} "
+            f"(ratio {paired_ratio(samples, 'diffrax_grad_checkpoints_eq_steps_s', 'course_lib_grad_s'):.1f}x "
+            "vs course_lib store_all)"
+        )
     else:
         rel_full = t_dfx_full = None
         full_line = f"diffrax RecursiveCheckpointAdjoint(checkpoints={n}) skipped in --quick"
@@ -444,7 +456,11 @@ def bench_vs_diffrax(cfg, repeats, min_repeat_s, extras=True):
         "summary": f"course_lib {fmt_time(t_cl)}, diffrax {fmt_time(t_dfx)}",
         "targets": [target("diffrax grad time / course_lib grad time", speedup, ">=", 10.0, ">= 10x")],
         "checks": [
-            check("diffrax took exactly `steps` steps (|num_steps - steps|)", abs(num_steps - n) + abs(num_accepted - n), 0),
+            check(
+                "diffrax took exactly `steps` steps (|num_steps - steps|)",
+                abs(num_steps - n) + abs(num_accepted - n),
+                0,
+            ),
             check("final state, normwise relative difference", state_rel, DIFFRAX_TOL),
             check("gradient, max elementwise relative error", rel, DIFFRAX_TOL),
             check("gradient (course_lib checkpointed), max elementwise relative error", rel_ck, DIFFRAX_TOL),
@@ -479,8 +495,13 @@ def memory_stats(compiled):
         ma = compiled.memory_analysis()
     except Exception:  # some backends do not implement it
         ma = None
-    fields = ("temp_size_in_bytes", "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-              "generated_code_size_in_bytes")
+    fields = (
+        "temp_size_in_bytes",
+        "argument_size_in_bytes",
+        "output_size_in_bytes",
+        "alias_size_in_bytes",
+        "generated_code_size_in_bytes",
+    )
     if ma is None:
         return {k: None for k in fields}
     return {k: (int(getattr(ma, k)) if getattr(ma, k, None) is not None else None) for k in fields}
@@ -506,8 +527,9 @@ def bench_checkpointing(cfg, repeats, min_repeat_s, dtype):
     mem_sa, mem_ck = memory_stats(sa_c), memory_stats(ck_c)
     g_sa, g_ck = sa_c(x0, us), ck_c(x0, us)
     rel = normwise_rel(g_ck, g_sa)
-    samples = time_interleaved({"store_all_s": (sa_c, (x0, us)), "checkpointed_s": (ck_c, (x0, us))},
-                               repeats, min_repeat_s)
+    samples = time_interleaved(
+        {"store_all_s": (sa_c, (x0, us)), "checkpointed_s": (ck_c, (x0, us))}, repeats, min_repeat_s
+    )
     t_sa, t_ck = median(samples["store_all_s"]), median(samples["checkpointed_s"])
     time_ratio = paired_ratio(samples, "checkpointed_s", "store_all_s")
     mins = fastest(samples)
@@ -524,8 +546,10 @@ def bench_checkpointing(cfg, repeats, min_repeat_s, dtype):
     tol = CHECKPOINT_TOL[str(jnp.dtype(dtype))]
 
     def mem_line(name, m):
-        return (f"{name}: temp {fmt_bytes(m['temp_size_in_bytes'])}, arguments {fmt_bytes(m['argument_size_in_bytes'])}, "
-                f"outputs {fmt_bytes(m['output_size_in_bytes'])}, aliased {fmt_bytes(m['alias_size_in_bytes'])}")
+        return (
+            f"{name}: temp {fmt_bytes(m['temp_size_in_bytes'])}, arguments {fmt_bytes(m['argument_size_in_bytes'])}, "
+            f"outputs {fmt_bytes(m['output_size_in_bytes'])}, aliased {fmt_bytes(m['alias_size_in_bytes'])}"
+        )
 
     return {
         "key": "checkpointing",
@@ -550,10 +574,13 @@ def bench_checkpointing(cfg, repeats, min_repeat_s, dtype):
             "memory from jax.jit(grad).lower(x0, us).compile().memory_analysis():",
             "  " + mem_line("store_all   ", mem_sa),
             "  " + mem_line("checkpointed", mem_ck),
-            "  temp per step: " + (
+            "  temp per step: "
+            + (
                 f"store_all {temp_sa / n:.1f} B, checkpointed {temp_ck / n:.1f} B "
                 f"(the control sequence us itself is {us.dtype.itemsize * us.shape[1]} B/step)"
-                if temp_sa is not None and temp_ck is not None else "n/a"),
+                if temp_sa is not None and temp_ck is not None
+                else "n/a"
+            ),
             f"time: store_all {fmt_time(t_sa)}, checkpointed {fmt_time(t_ck)}; "
             f"compile {fmt_time(sa_compile)} / {fmt_time(ck_compile)}",
             f"fastest repeats: store_all {fmt_time(mins['store_all_s'])}, checkpointed {fmt_time(mins['checkpointed_s'])} "
@@ -633,8 +660,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test); targets are not meaningful")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--repeats", type=int, default=None, help="timing repeats (median); default 11, quick 3")
-    parser.add_argument("--timing-dtype", choices=("float32", "float64"), default="float32",
-                        help="dtype of the timing-only benchmarks 1 and 4 (2 and 3 always use float64)")
+    parser.add_argument(
+        "--timing-dtype",
+        choices=("float32", "float64"),
+        default="float32",
+        help="dtype of the timing-only benchmarks 1 and 4 (2 and 3 always use float64)",
+    )
     args = parser.parse_args(argv)
 
     sizes = QUICK if args.quick else FULL
@@ -645,12 +676,18 @@ def main(argv=None):
     env = environment()
     print(f"course_lib benchmarks ({'QUICK: tiny sizes, targets not meaningful' if args.quick else 'full sizes'})")
     print(f"  backend {env['backend']}, devices {env['devices']} ({env['device_kind']}), {env['cpus_available']} CPUs")
-    print(f"  jax {env['jax']}, jaxlib {env['jaxlib']}, diffrax {env['diffrax']}, equinox {env['equinox']}, "
-          f"numpy {env['numpy']}, python {env['python']}")
-    print(f"  {env['platform']}; x64 enabled: {env['x64_enabled']}; {env['date_utc']} UTC; "
-          f"load average {env['loadavg_at_start']}")
-    print(f"  timing: jit + compile first, {repeats} interleaved repeats; times = medians, ratios = median of "
-          f"per-repeat ratios; benchmarks 1 and 4 in {dtype.name}, 2 and 3 in float64")
+    print(
+        f"  jax {env['jax']}, jaxlib {env['jaxlib']}, diffrax {env['diffrax']}, equinox {env['equinox']}, "
+        f"numpy {env['numpy']}, python {env['python']}"
+    )
+    print(
+        f"  {env['platform']}; x64 enabled: {env['x64_enabled']}; {env['date_utc']} UTC; "
+        f"load average {env['loadavg_at_start']}"
+    )
+    print(
+        f"  timing: jit + compile first, {repeats} interleaved repeats; times = medians, ratios = median of "
+        f"per-repeat ratios; benchmarks 1 and 4 in {dtype.name}, 2 and 3 in float64"
+    )
     print(flush=True)
 
     results = []
@@ -677,9 +714,10 @@ def main(argv=None):
     failed = [(r["key"], c["name"]) for r in results for c in r["checks"] if not c["passed"]]
     print()
     env["loadavg_at_end"] = _loadavg()
-    print(f"total {time.perf_counter() - t_start:.1f} s; load average at end {env['loadavg_at_end']}; "
-          "targets are reported, not asserted"
-          + ("; QUICK sizes, so PASS/MISS means nothing here" if args.quick else ""))
+    print(
+        f"total {time.perf_counter() - t_start:.1f} s; load average at end {env['loadavg_at_end']}; "
+        "targets are reported, not asserted" + ("; QUICK sizes, so PASS/MISS means nothing here" if args.quick else "")
+    )
     if failed:
         print("CORRECTNESS FAILURES:")
         for key, name in failed:
@@ -691,7 +729,9 @@ def main(argv=None):
             "repeats": repeats,
             "environment": env,
             "benchmarks": [{k: v for k, v in r.items() if k not in ("summary_by_metric",)} for r in results],
-            "table": [dict(zip(("benchmark", "measured", "ratio", "target", "result"), row)) for row in table_rows(results)],
+            "table": [
+                dict(zip(("benchmark", "measured", "ratio", "target", "result"), row)) for row in table_rows(results)
+            ],
             "correctness_ok": not failed,
         }
         with open(args.json, "w") as fh:

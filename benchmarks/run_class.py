@@ -70,8 +70,14 @@ def timed(mode: str, section: str, n_students: int) -> float:
         start = time.perf_counter()
         if mode == "plain":
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-            subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "autograde", section, "--force"],
-                           cwd=course, env=env, check=True, capture_output=True, timeout=7200)
+            subprocess.run(
+                [str(Path(sys.executable).parent / "nbgrader"), "autograde", section, "--force"],
+                cwd=course,
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=7200,
+            )
         else:
             results = grade_class(course, [section], workers=int(mode[-1]), progress=False)
             failed = [r for r in results if r.status != "graded"]
@@ -98,7 +104,9 @@ def main(argv=None) -> int:
         print(f"{mode:9s} {per_min:13.1f} {minutes_100:11.1f} min  {verdict}")
     print(f"class run / plain nbgrader (x1): {seconds['class x1'] / seconds['plain']:.2f}x")
     if args.json:
-        args.json.write_text(json.dumps({"section": args.section, "students": args.students, "seconds": seconds}, indent=1))
+        args.json.write_text(
+            json.dumps({"section": args.section, "students": args.students, "seconds": seconds}, indent=1)
+        )
     return 0
 
 

@@ -120,20 +120,38 @@ def bench_ift_vs_unrolled(cfg, repeats):
             flat = np.concatenate([np.ravel(leaf) for leaf in jax.tree_util.tree_leaves(g)])
             grads[(gradient, iterations)] = flat
             t = measure(compiled, (theta,), repeats)
-            rows.append({
-                "gradient": gradient, "iterations": iterations, "time_s": t, "compile_s": t_compile,
-                "temp_bytes": temp_bytes(compiled), "finite": bool(np.all(np.isfinite(flat))),
-            })
+            rows.append(
+                {
+                    "gradient": gradient,
+                    "iterations": iterations,
+                    "time_s": t,
+                    "compile_s": t_compile,
+                    "temp_bytes": temp_bytes(compiled),
+                    "finite": bool(np.all(np.isfinite(flat))),
+                }
+            )
     # how many steps the box spends pressed against the wall (redundant contacts)
     xs, records = rollout_with_record(box_wall_step(h, with_record=True), x0, us, p)
     wall_steps = int(jnp.sum(records.mode[:, 1] > 0))
     for it in cfg["iterations"]:
         a, b = grads[("implicit", it)], grads[("unrolled", it)]
         rel = float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-        checks.append({"name": f"IFT vs unrolled gradient, {it} iterations", "value": rel, "tol": GRAD_TOL,
-                       "passed": bool(np.isfinite(rel) and rel <= GRAD_TOL)})
-    checks.append({"name": "all gradients finite", "value": float(sum(not r["finite"] for r in rows)), "tol": 0.0,
-                   "passed": all(r["finite"] for r in rows)})
+        checks.append(
+            {
+                "name": f"IFT vs unrolled gradient, {it} iterations",
+                "value": rel,
+                "tol": GRAD_TOL,
+                "passed": bool(np.isfinite(rel) and rel <= GRAD_TOL),
+            }
+        )
+    checks.append(
+        {
+            "name": "all gradients finite",
+            "value": float(sum(not r["finite"] for r in rows)),
+            "tol": 0.0,
+            "passed": all(r["finite"] for r in rows),
+        }
+    )
     return {
         "key": "ift_vs_unrolled",
         "title": f"IFT vs unrolled PGS gradient, box_wall rollout {n} steps (2 contacts), float64",
@@ -160,7 +178,9 @@ def bench_throughput(cfg, repeats):
     rng = np.random.default_rng(0)
     rows, checks = [], []
     for envs in cfg["envs"]:
-        x0s = base + jnp.asarray(0.05 * rng.standard_normal((envs, 8)), dtype) * jnp.array([1, 1, 1, 0, 1, 1, 1, 1], dtype)
+        x0s = base + jnp.asarray(0.05 * rng.standard_normal((envs, 8)), dtype) * jnp.array(
+            [1, 1, 1, 0, 1, 1, 1, 1], dtype
+        )
         uss = jnp.asarray(rng.uniform(-1.0, 1.0, (envs, n, 2)), dtype)
 
         def batched(x0s, uss):
@@ -170,15 +190,28 @@ def bench_throughput(cfg, repeats):
         out = compiled(x0s, uss)
         finite = bool(jnp.all(jnp.isfinite(out)))
         t = measure(compiled, (x0s, uss), repeats)
-        rows.append({"envs": envs, "steps": n, "time_s": t, "compile_s": t_compile,
-                     "steps_per_s": envs * n / t, "finite": finite, "dtype": str(dtype)})
-        checks.append({"name": f"finite final states, {envs} envs", "value": float(not finite), "tol": 0.0, "passed": finite})
+        rows.append(
+            {
+                "envs": envs,
+                "steps": n,
+                "time_s": t,
+                "compile_s": t_compile,
+                "steps_per_s": envs * n / t,
+                "finite": finite,
+                "dtype": str(dtype),
+            }
+        )
+        checks.append(
+            {"name": f"finite final states, {envs} envs", "value": float(not finite), "tol": 0.0, "passed": finite}
+        )
     return {
         "key": "throughput",
         "title": f"batched soft-contact hopper rollouts, {n} steps, h = {h}, {dtype}",
         "rows": rows,
         "checks": checks,
-        "notes": ["vmap(rollout(hopper_step(h, 'softplus_both'))) jitted; warm-up call excluded; steps/s = envs * steps / time"],
+        "notes": [
+            "vmap(rollout(hopper_step(h, 'softplus_both'))) jitted; warm-up call excluded; steps/s = envs * steps / time"
+        ],
     }
 
 
@@ -190,14 +223,18 @@ def print_results(results):
     print(f"\n== {r1['title']}")
     print(f"{'gradient':<10} {'iters':>6} {'time':>10} {'compile':>10} {'temp memory':>12}")
     for row in r1["rows"]:
-        print(f"{row['gradient']:<10} {row['iterations']:>6} {fmt_time(row['time_s']):>10} "
-              f"{fmt_time(row['compile_s']):>10} {fmt_bytes(row['temp_bytes']):>12}")
+        print(
+            f"{row['gradient']:<10} {row['iterations']:>6} {fmt_time(row['time_s']):>10} "
+            f"{fmt_time(row['compile_s']):>10} {fmt_bytes(row['temp_bytes']):>12}"
+        )
     for note in r1["notes"]:
         print("  " + note)
     print(f"\n== {r2['title']}")
     print(f"{'envs':>6} {'time/rollout batch':>20} {'steps/s':>14} {'compile':>10}")
     for row in r2["rows"]:
-        print(f"{row['envs']:>6} {fmt_time(row['time_s']):>20} {row['steps_per_s']:>14.3g} {fmt_time(row['compile_s']):>10}")
+        print(
+            f"{row['envs']:>6} {fmt_time(row['time_s']):>20} {row['steps_per_s']:>14.3g} {fmt_time(row['compile_s']):>10}"
+        )
     for note in r2["notes"]:
         print("  " + note)
     print("\n== correctness checks")
@@ -217,8 +254,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     repeats = args.repeats or (3 if args.quick else 7)
-    print(f"course_lib contact benchmarks ({'quick' if args.quick else 'full'}); jax {jax.__version__}, "
-          f"backend {jax.default_backend()}, {platform.machine()}, repeats {repeats}")
+    print(
+        f"course_lib contact benchmarks ({'quick' if args.quick else 'full'}); jax {jax.__version__}, "
+        f"backend {jax.default_backend()}, {platform.machine()}, repeats {repeats}"
+    )
     t0 = time.perf_counter()
     results = [bench_ift_vs_unrolled(sizes["ift_vs_unrolled"], repeats), bench_throughput(sizes["throughput"], repeats)]
     ok = print_results(results)

@@ -94,9 +94,15 @@ def profile_notebook(path: Path, confined: bool = False) -> dict:
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
     # nbgrader sets NBGRADER_EXECUTION while autograding; notebooks skip student-only experiments on it
     env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
-    with (confined_kernel(path.stem, DEFAULT_LIMITS) if confined else nullcontext(None)) as km:
-        client = NotebookClient(nb, km=km, timeout=600, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(path.parent)}})
+    with confined_kernel(path.stem, DEFAULT_LIMITS) if confined else nullcontext(None) as km:
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=600,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
         start = time.perf_counter()
         with client.setup_kernel(env=env):
             started = time.perf_counter()
@@ -133,20 +139,27 @@ def run(sections) -> dict:
                 for exercise, path in submitted.items()
             }
         results[section] = {"nbgrader_autograde_s": autograde_s, "notebooks": notebooks}
-        print(f"{section}: nbgrader autograde of one submission ({len(notebooks)} notebooks): {autograde_s:.1f} s", flush=True)
+        print(
+            f"{section}: nbgrader autograde of one submission ({len(notebooks)} notebooks): {autograde_s:.1f} s",
+            flush=True,
+        )
     return results
 
 
 def print_table(results: dict) -> None:
     print()
-    print(f"{'notebook':<12} {'kernel':<10} {'wall s':>7} {'kernel':>7} {'import':>7} {'trace+lower':>12} "
-          f"{'XLA compile':>12} {'rest':>7}  target <= {TARGET_S:g} s")
+    print(
+        f"{'notebook':<12} {'kernel':<10} {'wall s':>7} {'kernel':>7} {'import':>7} {'trace+lower':>12} "
+        f"{'XLA compile':>12} {'rest':>7}  target <= {TARGET_S:g} s"
+    )
     for res in results.values():
         for exercise, by_cache in res["notebooks"].items():
             for cache, t in by_cache.items():
                 verdict = "PASS" if t["wall_s"] <= TARGET_S else "MISS"
-                print(f"{exercise:<12} {cache:<10} {t['wall_s']:7.1f} {t['kernel_start_s']:7.1f} {t['import_jax_s']:7.1f} "
-                      f"{t['trace_lower_s']:12.1f} {t['xla_compile_s']:12.1f} {t['rest_s']:7.1f}  {verdict}")
+                print(
+                    f"{exercise:<12} {cache:<10} {t['wall_s']:7.1f} {t['kernel_start_s']:7.1f} {t['import_jax_s']:7.1f} "
+                    f"{t['trace_lower_s']:12.1f} {t['xla_compile_s']:12.1f} {t['rest_s']:7.1f}  {verdict}"
+                )
     for cache in ("plain", "grading"):
         worst = max((by[cache]["wall_s"], ex) for r in results.values() for ex, by in r["notebooks"].items())
         print(f"slowest notebook ({cache}): {worst[1]} {worst[0]:.1f} s")

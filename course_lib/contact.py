@@ -427,10 +427,12 @@ def _natural_map(z, W, w0, mu, kappa, regularization: float):
     x = z - r * (Wr @ z + w0)
     p_n, p_t = z[:nc], z[nc:]
     bound = mu * p_n
-    return jnp.concatenate([
-        p_n - _smooth_relu(x[:nc], c[:nc]),
-        p_t - _smooth_clip(x[nc:], -bound, bound, c[nc:]),
-    ])
+    return jnp.concatenate(
+        [
+            p_n - _smooth_relu(x[:nc], c[:nc]),
+            p_t - _smooth_clip(x[nc:], -bound, bound, c[nc:]),
+        ]
+    )
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(4, 5))

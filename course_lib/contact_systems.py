@@ -270,7 +270,9 @@ def sliding_block_step(
     """
     owner = "sliding_block_step"
     check_positive_step(h, owner)
-    solver_options = dict(gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient)
+    solver_options = dict(
+        gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient
+    )
 
     def step(x, u, p: SlidingBlockParams):
         check_vector(x, 4, "state x", owner)
@@ -342,7 +344,9 @@ def box_wall_step(
     """
     owner = "box_wall_step"
     check_positive_step(h, owner)
-    solver_options = dict(gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient)
+    solver_options = dict(
+        gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient
+    )
 
     def step(x, u, p: BoxWallParams):
         check_vector(x, 4, "state x", owner)
@@ -394,7 +398,7 @@ def _hopper_forces(x, u, p: HopperParams, force_law):
     dx, dz = xb - xf, zb - zf
     length = jnp.sqrt(dx * dx + dz * dz + 1e-12)
     ex, ez = dx / length, dz / length
-    length_rate = ((vxb - vxf) * ex + (vzb - vzf) * ez)
+    length_rate = (vxb - vxf) * ex + (vzb - vzf) * ez
     axial = p.leg_stiffness * (p.leg_length - length) - p.leg_damping * length_rate + u[0]
     swing = u[1] / length  # hip torque as a force pair normal to the leg
     fx_leg = axial * ex - swing * ez
@@ -432,12 +436,14 @@ def hopper(law: str = "penalty"):
         check_vector(x, 8, "state x", "hopper")
         check_vector(u, 2, "input u", "hopper")
         fx, fz, normal, friction = _hopper_forces(x, u, p, force_law)
-        acc = jnp.stack([
-            fx / p.body_mass,
-            fz / p.body_mass - p.gravity,
-            (friction - fx) / p.foot_mass,
-            (normal - fz) / p.foot_mass - p.gravity,
-        ])
+        acc = jnp.stack(
+            [
+                fx / p.body_mass,
+                fz / p.body_mass - p.gravity,
+                (friction - fx) / p.foot_mass,
+                (normal - fz) / p.foot_mass - p.gravity,
+            ]
+        )
         return jnp.concatenate([x[4:], acc])
 
     return f
@@ -498,20 +504,60 @@ class ContactSystem(NamedTuple):
 CONTACT_SYSTEMS = {
     s.name: s
     for s in (
-        ContactSystem("hard_ball", hard_ball_step, HardBallParams(), 2, 1, 1, 1, hard_ball_energy, (1.0, 0.0), 0.01, None),
         ContactSystem(
-            "soft_ball", soft_ball_step, SoftBallParams(), 2, 1, 1, 1, soft_ball_energy, (1.0, 0.0), 0.001, soft_ball,
+            "hard_ball", hard_ball_step, HardBallParams(), 2, 1, 1, 1, hard_ball_energy, (1.0, 0.0), 0.01, None
         ),
         ContactSystem(
-            "sliding_block", sliding_block_step, SlidingBlockParams(), 4, 1, 2, 1, sliding_block_energy,
-            (0.0, 0.0, 2.0, 0.0), 0.001, None,
+            "soft_ball",
+            soft_ball_step,
+            SoftBallParams(),
+            2,
+            1,
+            1,
+            1,
+            soft_ball_energy,
+            (1.0, 0.0),
+            0.001,
+            soft_ball,
         ),
         ContactSystem(
-            "box_wall", box_wall_step, BoxWallParams(), 4, 2, 2, 2, box_wall_energy, (0.5, 0.3, 1.0, 0.0), 0.005, None,
+            "sliding_block",
+            sliding_block_step,
+            SlidingBlockParams(),
+            4,
+            1,
+            2,
+            1,
+            sliding_block_energy,
+            (0.0, 0.0, 2.0, 0.0),
+            0.001,
+            None,
         ),
         ContactSystem(
-            "hopper", hopper_step, HopperParams(), 8, 2, 4, 1, hopper_energy,
-            (0.0, 0.9, 0.0, 0.4, 0.3, 0.0, 0.3, 0.0), 0.001, hopper,
+            "box_wall",
+            box_wall_step,
+            BoxWallParams(),
+            4,
+            2,
+            2,
+            2,
+            box_wall_energy,
+            (0.5, 0.3, 1.0, 0.0),
+            0.005,
+            None,
+        ),
+        ContactSystem(
+            "hopper",
+            hopper_step,
+            HopperParams(),
+            8,
+            2,
+            4,
+            1,
+            hopper_energy,
+            (0.0, 0.9, 0.0, 0.4, 0.3, 0.0, 0.3, 0.0),
+            0.001,
+            hopper,
         ),
     )
 }

@@ -81,13 +81,16 @@ class GradientSamples(NamedTuple):
 
 # --- checks -------------------------------------------------------------------------------
 
+
 def _check_sigma(sigma, owner):
     if jnp.ndim(sigma) != 0:
         raise ValueError(f"{owner}: sigma must be a scalar, got shape {jnp.shape(sigma)}")
     if is_concrete(sigma):
         value = float(np.asarray(sigma))
         if not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{owner}: sigma (the smoothing standard deviation) must be positive and finite, got {value!r}")
+            raise ValueError(
+                f"{owner}: sigma (the smoothing standard deviation) must be positive and finite, got {value!r}"
+            )
 
 
 def _check_n_samples(n_samples, owner):
@@ -164,6 +167,7 @@ def _draw(flat_fn, flat, key, sigma, n_samples, need_grad):
 
 
 # --- public API ---------------------------------------------------------------------------
+
 
 def gradient_samples(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientSamples:
     r"""Draw :math:`w_i\sim\mathcal N(0,\sigma^2 I)` and return the per-sample terms of FoBG and ZoBG.
@@ -302,8 +306,9 @@ def confidence_width(total_variance, n_samples, *, delta, dim=1, bound=None, rul
     return jnp.sqrt(2.0 * total_variance * log_term / n_samples) + 2.0 * bound * log_term / (3.0 * n_samples)
 
 
-def adaptive_alpha(samples: GradientSamples, zeroth: GradientSamples | None = None, *, gamma, delta=0.05,
-                   width="bernstein", bound=None) -> jax.Array:
+def adaptive_alpha(
+    samples: GradientSamples, zeroth: GradientSamples | None = None, *, gamma, delta=0.05, width="bernstein", bound=None
+) -> jax.Array:
     r"""Suh et al.'s choice of α: least variance subject to a bias bound (their ``bias_constrained_aobg``).
 
     With the empirical total variances :math:`\hat\sigma_1^2,\ \hat\sigma_0^2` (trace of the
@@ -371,8 +376,9 @@ def _combined(alpha, first_order, zeroth_order):
     return alpha * m1 + (1 - alpha) * m0, jnp.sqrt((alpha * se1) ** 2 + ((1 - alpha) * se0) ** 2)
 
 
-def adaptive_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma, delta=0.05,
-                  width="bernstein", bound=None) -> GradientEstimate:
+def adaptive_aobg(
+    loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma, delta=0.05, width="bernstein", bound=None
+) -> GradientEstimate:
     r"""α-order batched gradient with α from :func:`adaptive_alpha` (Suh et al. 2022).
 
     As in the authors' code, the first- and zeroth-order means come from two independent draws of

@@ -121,7 +121,9 @@ def health_record(
     else:
         terms = jnp.asarray(loss_terms)
         if terms.ndim > 1:
-            raise ValueError(f"health_record: loss_terms must be a dict, a scalar or a 1-D array, got shape {terms.shape}")
+            raise ValueError(
+                f"health_record: loss_terms must be a dict, a scalar or a 1-D array, got shape {terms.shape}"
+            )
         total = jnp.sum(terms)
     loss = total if loss is None else jnp.asarray(loss)
     if jnp.shape(loss) != ():

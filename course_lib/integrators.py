@@ -51,9 +51,7 @@ def semi_implicit_euler(f, h, nq: Optional[int] = None):
         n = x.shape[0]
         split = n // 2 if nq is None else nq
         if nq is None and n % 2:
-            raise ValueError(
-                f"semi_implicit_euler: needs a mechanical state x = (q, v); got odd state size {n}"
-            )
+            raise ValueError(f"semi_implicit_euler: needs a mechanical state x = (q, v); got odd state size {n}")
         v_next = x[split:] + h * f(x, u, p)[split:]
         x_mid = jnp.concatenate([x[:split], v_next])
         q_next = x[:split] + h * f(x_mid, u, p)[:split]

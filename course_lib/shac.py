@@ -48,6 +48,7 @@ from course_lib.integrators import semi_implicit_euler
 
 # --- tasks --------------------------------------------------------------------------------
 
+
 class ShacTask(NamedTuple):
     """A control task for :func:`shac_train` (all fields are static: close over it, do not trace it).
 
@@ -156,6 +157,7 @@ def wall_task(
 
 # --- policy and critic --------------------------------------------------------------------
 
+
 def init_mlp(key, sizes: Sequence[int], *, scale: float = 1.0, zero_last: bool = True):
     """Parameters of a tanh MLP ``sizes = (nx, hidden..., nu)`` as a list of ``(W, b)`` pairs.
 
@@ -241,6 +243,7 @@ def lambda_returns(costs, values_next, terminal_value, *, gamma, td_lambda):
 
 
 # --- the short-horizon loss ---------------------------------------------------------------
+
 
 class WindowRollout(NamedTuple):
     """Auxiliary output of :func:`short_horizon_loss` for a batch of ``B`` windows of ``h`` steps.
@@ -348,6 +351,7 @@ def episode_cost(policy_params, task: ShacTask, *, policy: Callable = mlp_policy
 
 # --- the optimiser ------------------------------------------------------------------------
 
+
 class ShacResult(NamedTuple):
     """Output of :func:`shac_train`; per-iteration arrays have leading axis ``(n_iterations,)``.
 
@@ -432,7 +436,9 @@ def shac_train(
         raise ValueError(f"{owner}: critic_ridge must be >= 0, got {critic_ridge!r}")
     out = jax.eval_shape(policy, policy_params, task.x0)
     if out.shape != (task.nu,):
-        raise ValueError(f"{owner}: policy must map a state {task.x0.shape} to an input of shape ({task.nu},), got {out.shape}")
+        raise ValueError(
+            f"{owner}: policy must map a state {task.x0.shape} to an input of shape ({task.nu},), got {out.shape}"
+        )
     check_finite(policy_params, "policy_params", owner)
 
     if optimizer is None:
@@ -446,12 +452,15 @@ def shac_train(
 
     def critic_update(psi, buf_states, buf_costs):
         # the episode's windows joined: states x_0..x_{Wh}, costs c_0..c_{Wh-1} per environment
-        xs = jnp.concatenate([jnp.swapaxes(buf_states[:, :, :-1], 0, 1).reshape(n_envs, -1, nx),
-                              buf_states[-1][:, -1:]], axis=1)
+        xs = jnp.concatenate(
+            [jnp.swapaxes(buf_states[:, :, :-1], 0, 1).reshape(n_envs, -1, nx), buf_states[-1][:, -1:]], axis=1
+        )
         cs = jnp.swapaxes(buf_costs, 0, 1).reshape(n_envs, -1)
         values = jax.vmap(jax.vmap(lambda x: critic_value(psi, x, features)))(xs[:, 1:])
         targets = jax.vmap(lambda c, v: lambda_returns(c, v, v[-1], gamma=gamma, td_lambda=td_lambda))(cs, values)
-        psi_fit, mse = fit_critic(xs[:, :-1].reshape(-1, nx), targets.reshape(-1), ridge=critic_ridge, features=features)
+        psi_fit, mse = fit_critic(
+            xs[:, :-1].reshape(-1, nx), targets.reshape(-1), ridge=critic_ridge, features=features
+        )
         return (1.0 - critic_tau) * psi + critic_tau * psi_fit, mse
 
     def iteration(carry, index):
@@ -491,7 +500,16 @@ def shac_train(
 
     buf_states0 = jnp.zeros((n_windows, n_envs, horizon + 1, nx), dtype)
     buf_costs0 = jnp.zeros((n_windows, n_envs, horizon), dtype)
-    init = (policy_params, optimizer.init(policy_params), psi0, jnp.zeros((), dtype), starts0, buf_states0, buf_costs0, key)
+    init = (
+        policy_params,
+        optimizer.init(policy_params),
+        psi0,
+        jnp.zeros((), dtype),
+        starts0,
+        buf_states0,
+        buf_costs0,
+        key,
+    )
     (params, _, psi, *_), (records, critic_loss, costs, windows) = jax.lax.scan(
         iteration, init, jnp.arange(n_iterations)
     )

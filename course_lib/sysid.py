@@ -44,6 +44,7 @@ FRICTION_FIELDS = ("mass", "damping", "coulomb")
 
 # --- helpers --------------------------------------------------------------------------------
 
+
 def _fields(p, fields, owner):
     if not hasattr(p, "_fields"):
         raise TypeError(f"{owner}: parameters must be a NamedTuple, got {type(p).__name__}")
@@ -57,7 +58,9 @@ def _fields(p, fields, owner):
         raise ValueError(f"{owner}: fields {fields} name a parameter twice")
     for f in fields:
         if jnp.ndim(getattr(p, f)) != 0:
-            raise ValueError(f"{owner}: parameter {f!r} must be a scalar to be identified, got shape {jnp.shape(getattr(p, f))}")
+            raise ValueError(
+                f"{owner}: parameter {f!r} must be a scalar to be identified, got shape {jnp.shape(getattr(p, f))}"
+            )
     return fields
 
 
@@ -102,11 +105,14 @@ def _bounds(lower, upper, n, dtype, owner):
         if np.any(lo_np < 0):
             raise ValueError(f"{owner}: lower bounds must be >= 0 (the parameters are physical, positive), got {lo_np}")
         if np.any(hi_np <= lo_np):
-            raise ValueError(f"{owner}: every upper bound must exceed its lower bound, got lower {lo_np}, upper {hi_np}")
+            raise ValueError(
+                f"{owner}: every upper bound must exceed its lower bound, got lower {lo_np}, upper {hi_np}"
+            )
     return lo, hi
 
 
 # --- public API -----------------------------------------------------------------------------
+
 
 def sysid_loss(step: Callable, p, x0, us, xs_measured, weights=None):
     r"""Sum of squared (weighted) state errors :math:`J = \sum_k\sum_i W_{ki}(x_{k,i}(p) - \hat x_{k,i})^2`.
@@ -247,7 +253,7 @@ class Identifiability(NamedTuple):
 
     def null_space(self):
         """Host-side: the null-space directions ``directions[rank:]``, shape ``(n_fit - rank, n_fit)``."""
-        return np.asarray(self.directions)[int(self.rank):]
+        return np.asarray(self.directions)[int(self.rank) :]
 
     def identifiable(self) -> bool:
         """Host-side: True when every parameter direction is seen (full rank)."""
@@ -287,7 +293,9 @@ def identifiability(
     owner = "identifiability"
     fields = _fields(p, fields, owner)
     if jnp.ndim(us) != 2 or jnp.ndim(x0) != 1:
-        raise ValueError(f"{owner}: x0 must have shape (nx,) and us shape (N, nu), got {jnp.shape(x0)} and {jnp.shape(us)}")
+        raise ValueError(
+            f"{owner}: x0 must have shape (nx,) and us shape (N, nu), got {jnp.shape(x0)} and {jnp.shape(us)}"
+        )
     if is_concrete(rtol) and not (0.0 < float(rtol) < 1.0):
         raise ValueError(f"{owner}: rtol must lie in (0, 1), got {rtol!r}")
     theta = _theta(p, fields)
@@ -307,6 +315,7 @@ def identifiability(
 
 
 # --- excitation signals for the friction block ---------------------------------------------
+
 
 def multisine(n_steps: int, dt, amplitudes, frequencies, phases=None):
     r"""Sum-of-sines input :math:`u(t_k) = \sum_j a_j\sin(\omega_j t_k + \varphi_j)`, :math:`t_k = k\,dt`, shape ``(N, 1)``.

@@ -24,6 +24,7 @@ def _checked(x, u, nx: int, nu: int, owner: str):
 
 # --- scalar linear system -------------------------------------------------------------------
 
+
 class ScalarLinearParams(NamedTuple):
     """``a``: rate of :math:`\\dot x = a x + u` (default -1, a stable decay)."""
 
@@ -43,6 +44,7 @@ def scalar_linear(x, u, p: ScalarLinearParams):
 
 
 # --- double integrator ----------------------------------------------------------------------
+
 
 class DoubleIntegratorParams(NamedTuple):
     """``mass`` (default 1): the input is a force, so :math:`\\dot v = u/m`."""
@@ -68,6 +70,7 @@ def double_integrator_energy(x, p: DoubleIntegratorParams):
 
 
 # --- damped pendulum ------------------------------------------------------------------------
+
 
 class PendulumParams(NamedTuple):
     """Point-mass pendulum: ``mass`` 1 kg, ``length`` 1 m, ``gravity`` 9.81, ``damping`` 0.1 N·m·s."""
@@ -100,6 +103,7 @@ def pendulum_energy(x, p: PendulumParams):
 
 
 # --- cart-pole ------------------------------------------------------------------------------
+
 
 class CartPoleParams(NamedTuple):
     """Cart ``cart_mass`` 1 kg, pole ``pole_mass`` 0.1 kg at ``pole_length`` 0.5 m (half length, uniform rod), ``gravity`` 9.81."""
@@ -134,15 +138,16 @@ def cart_pole(x, u, p: CartPoleParams):
 
 
 def cart_pole_energy(x, p: CartPoleParams):
-    """Kinetic plus potential energy (pole as a uniform rod of half length ``l``)."""
+    """Kinetic plus potential energy (pole as a uniform rod of half length ``half``)."""
     _, th, sd, thd = x
-    m_p, l = p.pole_mass, p.pole_length
-    pole_vel_sq = sd**2 + 2 * sd * l * thd * jnp.cos(th) + (l * thd) ** 2
-    kinetic = 0.5 * p.cart_mass * sd**2 + 0.5 * m_p * pole_vel_sq + 0.5 * (m_p * (2 * l) ** 2 / 12) * thd**2
-    return kinetic + m_p * p.gravity * l * jnp.cos(th)
+    m_p, half = p.pole_mass, p.pole_length
+    pole_vel_sq = sd**2 + 2 * sd * half * thd * jnp.cos(th) + (half * thd) ** 2
+    kinetic = 0.5 * p.cart_mass * sd**2 + 0.5 * m_p * pole_vel_sq + 0.5 * (m_p * (2 * half) ** 2 / 12) * thd**2
+    return kinetic + m_p * p.gravity * half * jnp.cos(th)
 
 
 # --- spring-damper --------------------------------------------------------------------------
+
 
 class SpringDamperParams(NamedTuple):
     """``mass`` 1 kg, ``damping`` b = 0.5 N·s/m, ``stiffness`` k = 10 N/m."""
@@ -170,6 +175,7 @@ def spring_damper_energy(x, p: SpringDamperParams):
 
 
 # --- two masses joined by springs -----------------------------------------------------------
+
 
 class TwoMassParams(NamedTuple):
     """Wall –k_wall– mass 1 –k– mass 2: masses 1 kg each, ``k_wall`` 1 N/m, coupling ``k`` 10 N/m, ``damping`` 0 on each mass."""
@@ -209,6 +215,7 @@ def two_mass_spring_energy(x, p: TwoMassParams):
 
 # --- linear inverted pendulum ---------------------------------------------------------------
 
+
 class LIPMParams(NamedTuple):
     """Centre-of-mass height ``height`` 0.8 m and ``gravity`` 9.81; :math:`\\omega = \\sqrt{g/h}`."""
 
@@ -230,6 +237,7 @@ def lipm(x, u, p: LIPMParams):
 
 
 # --- block with viscous and smoothed Coulomb friction ---------------------------------------
+
 
 class FrictionBlockParams(NamedTuple):
     """``mass`` 1 kg, viscous ``damping`` b = 0.2 N·s/m, Coulomb ``coulomb`` f_c = 0.5 N, smoothing speed ``v_smooth`` 0.01 m/s."""
@@ -263,6 +271,7 @@ def friction_block_energy(x, p: FrictionBlockParams):
 
 
 # --- the table ------------------------------------------------------------------------------
+
 
 class System(NamedTuple):
     """Description of one model: its dynamics, sizes and default parameters.

@@ -2,6 +2,9 @@
 
 All library tests run in float64: gradient checks are meaningless in float32 (S04.8.2).
 
+Test tiers: every module's tier is declared in :data:`TIERS` (a module not named there is a fast unit
+test); ``make test-fast`` deselects the marked ones, ``make test`` runs everything.
+
 ``built_book`` builds the executable book once per test session with the real jupyter-book
 (execution on, warnings fatal); the tests that read it (tests/test_book.py, tests/test_browser.py)
 carry ``@pytest.mark.xdist_group("book")`` so that under ``pytest -n 2 --dist loadgroup`` they all
@@ -22,6 +25,32 @@ import pytest
 jax.config.update("jax_enable_x64", True)
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: module -> markers of all its tests (see pyproject.toml for what each means)
+TIERS = {
+    "test_grading_pipeline.py": ("nbgrader", "slow"),
+    "test_hostile.py": ("nbgrader", "slow"),
+    "test_classrun.py": ("nbgrader", "slow"),
+    "test_collect_reports.py": ("nbgrader", "slow"),
+    "test_untrusted_outputs.py": ("nbgrader",),
+    "test_sandbox.py": ("nbgrader",),
+    "test_book.py": ("book", "slow"),
+    "test_browser.py": ("book", "browser", "slow"),
+    "test_benchmarks_smoke.py": ("slow",),
+}
+
+
+#: test functions (in any module) in the slow tier: the jit/vmap/grad harness compiles every public
+#: function three times, and diffrax is the independent implementation the integrators are compared with
+SLOW_FUNCTIONS = {"test_jit_vmap_grad", "test_agrees_with_diffrax"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in TIERS.get(item.path.name, ()):
+            item.add_marker(getattr(pytest.mark, name))
+        if item.originalname in SLOW_FUNCTIONS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +73,10 @@ def built_book(tmp_path_factory):
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
             proc = subprocess.run(
                 [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
-                capture_output=True, text=True, env=env, timeout=1800,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1800,
             )
             assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
             (out / "BUILD_SUCCEEDED").write_text("")

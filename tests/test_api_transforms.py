@@ -86,31 +86,85 @@ CASES = {
 
 # Public names that configure or describe rather than compute on arrays.
 HOST_SIDE = {
-    "enable_float64", "get_contact_law", "get_contact_system", "make_integrator", "get_system", "checkpoint_plan", "default_tolerance",
-    "explicit_euler", "semi_implicit_euler", "explicit_midpoint", "rk4", "implicit_euler", "implicit_midpoint",
-    "scalar_linear", "double_integrator", "pendulum", "cart_pole", "spring_damper", "two_mass_spring",
-    "lipm", "friction_block",
+    "enable_float64",
+    "get_contact_law",
+    "get_contact_system",
+    "make_integrator",
+    "get_system",
+    "checkpoint_plan",
+    "default_tolerance",
+    "explicit_euler",
+    "semi_implicit_euler",
+    "explicit_midpoint",
+    "rk4",
+    "implicit_euler",
+    "implicit_midpoint",
+    "scalar_linear",
+    "double_integrator",
+    "pendulum",
+    "cart_pole",
+    "spring_damper",
+    "two_mass_spring",
+    "lipm",
+    "friction_block",
 }
 
 
 # Public functions whose jit/vmap/grad tests live in their module's own test file
 # (they compile whole training loops; repeating them here would only cost CI time).
 COVERED_IN_MODULE_TESTS = {
-    "test_estimators.py": {"gradient_samples", "fobg", "zobg", "aobg", "adaptive_alpha", "adaptive_aobg",
-                           "ivw_aobg", "confidence_width"},
+    "test_estimators.py": {
+        "gradient_samples",
+        "fobg",
+        "zobg",
+        "aobg",
+        "adaptive_alpha",
+        "adaptive_aobg",
+        "ivw_aobg",
+        "confidence_width",
+    },
     "test_sysid.py": {"sysid_loss", "fit_parameters", "identifiability", "multisine", "friction_balance_force"},
     "test_shac.py": {
-        "wall_dynamics", "wall_task", "init_mlp", "mlp_policy", "quadratic_features",
-        "critic_value", "fit_critic", "lambda_returns", "short_horizon_loss", "episode_cost", "shac_train",
+        "wall_dynamics",
+        "wall_task",
+        "init_mlp",
+        "mlp_policy",
+        "quadratic_features",
+        "critic_value",
+        "fit_critic",
+        "lambda_returns",
+        "short_horizon_loss",
+        "episode_cost",
+        "shac_train",
     },
     "test_health.py": {"health_record", "contact_summary", "stack_records", "first_nonfinite_record"},
     "test_trajopt.py": {"optimize_controls"},
     "test_contact.py": {
-        "complementarity_step", "heaviside_step", "impact_step", "naive_impact_step", "penalty_force",
-        "relaxed_complementarity", "sigmoid_step", "smooth_contact_force", "softplus", "softplus_clamp_force",
-        "softplus_penetration_force", "solve_contact", "box_wall_energy", "box_wall_step", "hard_ball_energy",
-        "hard_ball_step", "hopper", "hopper_energy", "hopper_step", "rollout_with_record", "sliding_block_energy",
-        "sliding_block_step", "soft_ball", "soft_ball_energy", "soft_ball_step",
+        "complementarity_step",
+        "heaviside_step",
+        "impact_step",
+        "naive_impact_step",
+        "penalty_force",
+        "relaxed_complementarity",
+        "sigmoid_step",
+        "smooth_contact_force",
+        "softplus",
+        "softplus_clamp_force",
+        "softplus_penetration_force",
+        "solve_contact",
+        "box_wall_energy",
+        "box_wall_step",
+        "hard_ball_energy",
+        "hard_ball_step",
+        "hopper",
+        "hopper_energy",
+        "hopper_step",
+        "rollout_with_record",
+        "sliding_block_energy",
+        "sliding_block_step",
+        "soft_ball",
+        "soft_ball_energy",
+        "soft_ball_step",
     },
 }
 
@@ -155,6 +209,7 @@ def test_jit_vmap_grad(name):
             np.testing.assert_allclose(a[i], b, rtol=max(tol, 1e-10), atol=tol)
 
     if differentiable:
+
         def scalar(z):
             return sum(jnp.sum(leaf) for leaf in _leaves(fn(z)) if jnp.issubdtype(leaf.dtype, jnp.floating))
 

@@ -35,8 +35,10 @@ class _AssetCollector(HTMLParser):
         attrs = dict(attrs)
         if tag in ("script", "img", "iframe", "source", "video", "audio", "embed") and attrs.get("src"):
             self.assets.append(attrs["src"])
-        if tag == "link" and attrs.get("href") and not {"next", "prev", "index", "search", "canonical"} & set(
-            (attrs.get("rel") or "").split()
+        if (
+            tag == "link"
+            and attrs.get("href")
+            and not {"next", "prev", "index", "search", "canonical"} & set((attrs.get("rel") or "").split())
         ):
             self.assets.append(attrs["href"])
         if tag == "object" and attrs.get("data"):
@@ -45,7 +47,9 @@ class _AssetCollector(HTMLParser):
 
 def _is_remote(url):
     parsed = urlparse(url)
-    return url.startswith("//") or (parsed.scheme in ("http", "https") and parsed.hostname not in ("localhost", "127.0.0.1"))
+    return url.startswith("//") or (
+        parsed.scheme in ("http", "https") and parsed.hostname not in ("localhost", "127.0.0.1")
+    )
 
 
 @pytest.mark.xdist_group("book")
@@ -139,6 +143,7 @@ def test_downloaded_notebook_runs_from_the_book_folder(built_book):
     nb = nbformat.read(built_book / "_sources" / "book" / "s04_0.ipynb", as_version=4)
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert any("from diagrams import" in cell.source for cell in code)
+
     def kinds(cell):  # how a stream is chunked depends on flush timing: count a run of stream output once
         out = [o.output_type for o in cell.outputs]
         return [k for i, k in enumerate(out) if k != "stream" or i == 0 or out[i - 1] != "stream"]
@@ -146,5 +151,7 @@ def test_downloaded_notebook_runs_from_the_book_folder(built_book):
     shown = [kinds(cell) for cell in code]
     for cell in code:
         cell.outputs, cell.execution_count = [], None
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}).execute()
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}
+    ).execute()
     assert [kinds(cell) for cell in code] == shown

@@ -92,7 +92,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site(built_book):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_book)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_book))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -266,7 +268,11 @@ def test_page_renders_offline_without_errors(browser, site, built_book, page):
     assert not audit["mathErrors"], f"formulas MathJax could not typeset: {audit['mathErrors'][:5]}"
     assert not audit["rawTex"], f"TeX outside math markup (a $...$ that was not parsed): {audit['rawTex'][:5]}"
     assert audit["typeset"] >= audit["mathCount"]
-    bad_images = [img["src"] for img in audit["images"] if not img["loaded"] or (img["shown"] and not img["width"] * img["height"])]
+    bad_images = [
+        img["src"]
+        for img in audit["images"]
+        if not img["loaded"] or (img["shown"] and not img["width"] * img["height"])
+    ]
     assert not bad_images, f"images that did not load or have no size: {bad_images}"
     broken = _broken_links(audit["links"], site, built_book)
     assert not broken, "\n".join(broken)

@@ -48,7 +48,10 @@ def test_no_plateau_for_a_wrong_gradient(wrong):
 
 def test_plateau_only_below_the_distance_to_a_kink():
     """Near the boundary of max(0, x), steps that cross it break the check (S04.8.2)."""
-    loss = lambda t: jnp.sum(10.0 * jnp.maximum(0.0, t))
+
+    def loss(t):
+        return jnp.sum(10.0 * jnp.maximum(0.0, t))
+
     theta = jnp.full(3, 1e-3)  # 1e-3 away from the kink along every axis
     check = cl.directional_check(loss, theta, jax.grad(loss)(theta), direction=jnp.ones(3))
     plateau = cl.find_plateau(check)
@@ -60,7 +63,10 @@ def test_plateau_only_below_the_distance_to_a_kink():
 
 def test_directional_check_with_pytree_and_given_direction():
     params = cl.PendulumParams()
-    loss = lambda p: p.mass * p.gravity * jnp.sin(p.length) + p.damping**2
+
+    def loss(p):
+        return p.mass * p.gravity * jnp.sin(p.length) + p.damping**2
+
     grad = jax.grad(loss)(params)
     check = cl.directional_check(loss, params, grad, direction=cl.PendulumParams(0.0, 0.0, 1.0, 0.0))
     assert float(check.ad) == pytest.approx(float(grad.gravity))
@@ -80,7 +86,9 @@ def test_coordinate_and_jacobian_checks():
     bad = cl.coordinate_check(smooth_loss, THETA, grad.at[2].set(0.0))
     assert int(jnp.argmax(bad.rel_error)) == 2
 
-    f = lambda x: jnp.array([x[0] * x[1], jnp.sin(x[0])])  # S04.6 exercise 1
+    def f(x):  # S04.6 exercise 1
+        return jnp.array([x[0] * x[1], jnp.sin(x[0])])
+
     x = jnp.array([0.4, -1.3])
     jac = cl.jacobian_check(f, x)
     np.testing.assert_allclose(jac.ad, [[x[1], x[0]], [jnp.cos(x[0]), 0.0]], rtol=1e-14)

@@ -36,8 +36,10 @@ SECTION, EXERCISE = "s04_1", "s04_1_ex1"
 #: student -> how their submission folder is made hostile, and a fragment of the reason it fails with
 HOSTILE_FILES = {
     "fifo": (lambda f: os.mkfifo(f / f"{EXERCISE}.ipynb"), "不是普通文件"),
-    "symlink": (lambda f: (f / f"{EXERCISE}.ipynb").symlink_to(f.parents[1] / "honest" / SECTION / f"{EXERCISE}.ipynb"),
-                "符号链接"),
+    "symlink": (
+        lambda f: (f / f"{EXERCISE}.ipynb").symlink_to(f.parents[1] / "honest" / SECTION / f"{EXERCISE}.ipynb"),
+        "符号链接",
+    ),
     "folder-notebook": (lambda f: (f / f"{EXERCISE}.ipynb").mkdir(), "不是普通文件"),
     "deep-json": (lambda f: (f / f"{EXERCISE}.ipynb").write_text("[" * 100_000 + "]" * 100_000), "嵌套"),
     "not-utf8": (lambda f: (f / f"{EXERCISE}.ipynb").write_bytes(b'{"cells": "\xff"}'), "UTF-8"),
@@ -140,8 +142,10 @@ def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_
     course_a, _ = uninterrupted
     course_b = scratch_course(tmp_path / "course", ROOT / "assignments")
     _make_class(course_b)
-    script = ("import sys; from pathlib import Path; from autograder.ops.classrun import grade_class; "
-              f"grade_class(Path(sys.argv[1]), [{SECTION!r}], workers=2, progress=False)")
+    script = (
+        "import sys; from pathlib import Path; from autograder.ops.classrun import grade_class; "
+        f"grade_class(Path(sys.argv[1]), [{SECTION!r}], workers=2, progress=False)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script, str(course_b)], env={**os.environ})
     ledger = course_b / ".grading" / "ledger" / SECTION
     deadline = time.monotonic() + 900

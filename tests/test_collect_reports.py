@@ -25,8 +25,16 @@ from autograder.ops.classrun import grade_class
 from autograder.ops.collect import collect, match
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.authoring.reference import WRONG_ANSWERS
-from autograder.ops.reports import (check_feedback, check_feedback_html, data_values, graded_cells, hidden_test_lines,
-                                make_reports, overview_figure, score_rows)
+from autograder.ops.reports import (
+    check_feedback,
+    check_feedback_html,
+    data_values,
+    graded_cells,
+    hidden_test_lines,
+    make_reports,
+    overview_figure,
+    score_rows,
+)
 from autograder.ops.selftest import _solution_sources, make_submission, scratch_course
 from autograder.authoring.sources import build_all
 
@@ -62,9 +70,9 @@ def _lms_zip(course: Path, path: Path) -> Path:
         z.writestr(f"{SECTION}/{EXERCISE}.ipynb", wrong)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"张三_{HONEST}_assignsubmission_file_/{EXERCISE}.ipynb", honest)  # Moodle, in folders
-        z.writestr(f"lisi_{WRONG}_assignsubmission_file_.zip", inner.getvalue())    # nested zip
-        z.writestr(STRAY_FILES[0], honest)   # no student id anywhere
-        z.writestr(STRAY_FILES[1], honest)   # a student id, but not a notebook of this assignment
+        z.writestr(f"lisi_{WRONG}_assignsubmission_file_.zip", inner.getvalue())  # nested zip
+        z.writestr(STRAY_FILES[0], honest)  # no student id anywhere
+        z.writestr(STRAY_FILES[1], honest)  # a student id, but not a notebook of this assignment
         z.writestr(STRAY_FILES[2], "notes")  # not a notebook
         z.writestr(f"zhao_{ESCAPER}_assignsubmission_file_.zip", _unsafe_zip(honest))
         z.writestr(f"qian_{CORRUPT}_assignsubmission_file_.zip", b"PK\x03\x04 truncated upload")
@@ -89,9 +97,9 @@ def graded(tmp_path_factory):
 def test_lms_names_are_matched_to_students():
     cases = {
         f"张三_{HONEST}_assignsubmission_file_/{EXERCISE}.ipynb": (HONEST, EXERCISE),  # Moodle, folders
-        f"张三_{HONEST}_assignsubmission_file_{EXERCISE}.ipynb": (HONEST, EXERCISE),   # Moodle, flat
-        f"zhangsan_{HONEST}_889911_{EXERCISE}.ipynb": (HONEST, EXERCISE),              # Canvas
-        f"zhangsan_LATE_{HONEST}_889911_{EXERCISE}-1.ipynb": (HONEST, EXERCISE),       # Canvas, late resubmission
+        f"张三_{HONEST}_assignsubmission_file_{EXERCISE}.ipynb": (HONEST, EXERCISE),  # Moodle, flat
+        f"zhangsan_{HONEST}_889911_{EXERCISE}.ipynb": (HONEST, EXERCISE),  # Canvas
+        f"zhangsan_LATE_{HONEST}_889911_{EXERCISE}-1.ipynb": (HONEST, EXERCISE),  # Canvas, late resubmission
         f"dl_2024/zhangsan_{HONEST}/{SECTION}/{EXERCISE} (1).ipynb": (HONEST, EXERCISE),
         f"{HONEST}/s04_end_exA.ipynb": (HONEST, "s04_end_exA"),
     }
@@ -133,7 +141,12 @@ def test_unmatched_files_are_reported_not_lost(graded):
 def test_unsafe_archives_are_rejected_and_reported(graded):
     course, printed, _ = graded
     rejected = [ln for ln in printed.splitlines() if ln.startswith("拒收")]
-    for fragment in ("路径中含有 ..", "符号链接", "压缩炸弹", f"qian_{CORRUPT}_assignsubmission_file_.zip: 不是有效的压缩包"):
+    for fragment in (
+        "路径中含有 ..",
+        "符号链接",
+        "压缩炸弹",
+        f"qian_{CORRUPT}_assignsubmission_file_.zip: 不是有效的压缩包",
+    ):
         assert any(fragment in ln for ln in rejected), f"{fragment!r} not reported:\n{printed}"
     assert "另有 4 个文件或压缩包不安全或已损坏" in printed
     # nothing was written outside nbgrader's folder, and what it unpacked holds no link
@@ -183,7 +196,10 @@ def test_scores_csv_and_overview_figure(graded, tmp_path):
     # the Chinese-label branch, whatever fonts this machine has (a font without CJK glyphs just warns)
     import matplotlib
 
-    with mock.patch("autograder.ops.reports.cjk_font", return_value=str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf")):
+    with mock.patch(
+        "autograder.ops.reports.cjk_font",
+        return_value=str(Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"),
+    ):
         with pytest.warns(UserWarning, match="missing from font"):
             overview_figure(score_rows(course, [SECTION]), tmp_path / "zh.png")
     assert (tmp_path / "zh.png").stat().st_size > 10_000
@@ -197,9 +213,17 @@ def test_feedback_hides_tests_and_data(graded, tmp_path):
     hidden = hidden_test_lines((course / "source" / SECTION / f"{EXERCISE}.md").read_text(encoding="utf-8"))
     assert f'autograder.grade("{EXERCISE}", "fd_grad", fd_grad)' in hidden
     # nbgrader's own feedback (without the course's ClearHiddenTests) shows the hidden tests: caught
-    nbgrader(["generate_feedback", SECTION, "--force", "--CourseDirectory.feedback_directory=feedback_raw",
-              "--GenerateFeedback.preprocessors=['nbgrader.preprocessors.GetGrades', "
-              "'nbconvert.preprocessors.CSSHTMLHeaderPreprocessor']"], course)
+    nbgrader(
+        [
+            "generate_feedback",
+            SECTION,
+            "--force",
+            "--CourseDirectory.feedback_directory=feedback_raw",
+            "--GenerateFeedback.preprocessors=['nbgrader.preprocessors.GetGrades', "
+            "'nbconvert.preprocessors.CSSHTMLHeaderPreprocessor']",
+        ],
+        course,
+    )
     raw = (course / "feedback_raw" / WRONG / SECTION / f"{EXERCISE}.html").read_text(encoding="utf-8")
     found = check_feedback_html(raw, hidden, [])
     assert any("BEGIN/END HIDDEN TESTS" in p for p in found)
@@ -234,6 +258,7 @@ def test_reports_read_the_gradebook_nbgrader_is_configured_with(tmp_path):
     from autograder.ops.nbgrader_run import gradebook_url
 
     (tmp_path / "nbgrader_config.py").write_text(
-        'c = get_config()\nc.CourseDirectory.db_url = "postgresql://grader@db.example/s04"\n')
+        'c = get_config()\nc.CourseDirectory.db_url = "postgresql://grader@db.example/s04"\n'
+    )
     assert gradebook_url(tmp_path) == "postgresql://grader@db.example/s04"
     assert gradebook_url(tmp_path / "elsewhere") == f"sqlite:///{(tmp_path / 'elsewhere').resolve()}/gradebook.db"

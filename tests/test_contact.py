@@ -197,7 +197,9 @@ def test_relaxed_solver_matches_scalar_formula_and_tends_to_hard():
     W = jnp.diag(jnp.array([w_nn, 1.0]))
     for kappa in (1e-2, 1e-4):
         sol = C.solve_contact(W, jnp.array([q, 0.0]), jnp.array([0.0]), kappa, regularization=0.0)
-        assert float(sol.normal[0]) == pytest.approx(float(C.relaxed_complementarity(q, kappa * w_nn)) / w_nn, rel=1e-12)
+        assert float(sol.normal[0]) == pytest.approx(
+            float(C.relaxed_complementarity(q, kappa * w_nn)) / w_nn, rel=1e-12
+        )
         assert float(sol.normal[0] * sol.normal_velocity[0]) == pytest.approx(kappa, rel=1e-10)
     W, w0, mu = _problem()
     hard = _z(C.solve_contact(W, w0, mu, iterations=300, regularization=0.0))
@@ -230,7 +232,9 @@ def test_ift_gradient_equals_unrolled_and_central_differences():
         for a, b in zip(jac_ift, jac_fwd(w0, mu, W, kappa)):  # reverse mode transposes the same IFT rule
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
         if kappa == 0.0:  # AD straight through every sweep of the test's own solver, written independently
-            jac_test = jax.jit(jax.jacrev(lambda *a: unrolled_pgs(a[2], a[0], a[1], ITERATIONS), argnums=(0, 1, 2)))(w0, mu, W)
+            jac_test = jax.jit(jax.jacrev(lambda *a: unrolled_pgs(a[2], a[0], a[1], ITERATIONS), argnums=(0, 1, 2)))(
+                w0, mu, W
+            )
             for a, c in zip(jac_ift, jac_test):
                 np.testing.assert_allclose(a, c, rtol=1e-8, atol=1e-10)
         # central differences (eps = 1e-6) along every coordinate of w0 and mu, and one random direction of W
@@ -259,7 +263,9 @@ def test_gradient_is_nan_free_at_and_near_contact():
         v_next, sol = C.complementarity_step(v, M, f, Jn, Jt, q[1:2], jnp.array([0.5]), h, kappa, gradient=gradient)
         return jnp.sum(q + h * v_next) + jnp.sum(v_next) + jnp.sum(sol.normal) + jnp.sum(sol.tangent)
 
-    grads = {mode: jax.jit(jax.vmap(jax.grad(partial(loss, gradient=mode), argnums=(0, 1, 2)))) for mode in ("implicit",)}
+    grads = {
+        mode: jax.jit(jax.vmap(jax.grad(partial(loss, gradient=mode), argnums=(0, 1, 2)))) for mode in ("implicit",)
+    }
     cases = [
         (phi, *vel, gravity, kappa)
         for phi in (0.0, 1e-12, -1e-12, 1e-6, -1e-6)
@@ -274,6 +280,7 @@ def test_gradient_is_nan_free_at_and_near_contact():
         for leaf in g:
             bad = ~np.all(np.isfinite(np.asarray(leaf).reshape(len(cases), -1)), axis=1)
             assert not bad.any(), (mode, [cases[i] for i in np.flatnonzero(bad)])
+
     # the soft laws, the impact step and the relaxed LCP at their boundaries
     @jax.jit
     def boundary_grads(points, balls):
@@ -342,7 +349,9 @@ def test_impact_step_is_the_exact_flow_with_gravity():
     np.testing.assert_allclose(x_next, exact_flow(*x, h, g, e), rtol=1e-12)
     jac = jax.jacfwd(lambda s: C.impact_step(s, h, g, e)[0])(jnp.asarray(x))
     eps = 1e-6
-    columns = [(exact_flow(*(x + eps * d), h, g, e) - exact_flow(*(x - eps * d), h, g, e)) / (2 * eps) for d in np.eye(2)]
+    columns = [
+        (exact_flow(*(x + eps * d), h, g, e) - exact_flow(*(x - eps * d), h, g, e)) / (2 * eps) for d in np.eye(2)
+    ]
     fd = np.stack(columns, 1)
     np.testing.assert_allclose(jac, fd, rtol=1e-7, atol=1e-9)
     # the chapter's formula: d y+/d y = -e + (1 + e) g tau / |v-|
@@ -491,7 +500,9 @@ def test_bad_input_raises_clear_errors():
         CS.sliding_block_step(0.0)
     with pytest.raises(ValueError, match=r"soft_ball: state x must have shape \(2,\)"):
         CS.soft_ball()(jnp.zeros(3), jnp.zeros(1), CS.SoftBallParams())
-    with pytest.raises(KeyError, match=r"unknown contact law 'hertz'; valid names: penalty, softplus_both, softplus_clamp"):
+    with pytest.raises(
+        KeyError, match=r"unknown contact law 'hertz'; valid names: penalty, softplus_both, softplus_clamp"
+    ):
         C.get_contact_law("hertz")
     with pytest.raises(KeyError, match="unknown contact law 'hertz'"):
         CS.hopper("hertz")
@@ -533,7 +544,9 @@ SYSTEM_INPUTS = {
     "sliding_block_step": lambda z: (jnp.array([z[0], 0.0, 1.0 + z[1], 0.0]), z[2:3], CS.SlidingBlockParams()),
     "box_wall_step": lambda z: (jnp.array([0.5 + 0.1 * z[0], 0.1, 1.0 + z[1], -0.5]), z[2:4], CS.BoxWallParams()),
     "hopper_step": lambda z: (
-        jnp.array([0.0, 0.45, 0.0, -0.005 * (1.5 + z[0]), z[1], -0.3, 0.2 * z[2], -0.2]), z[2:4], CS.HopperParams()
+        jnp.array([0.0, 0.45, 0.0, -0.005 * (1.5 + z[0]), z[1], -0.3, 0.2 * z[2], -0.2]),
+        z[2:4],
+        CS.HopperParams(),
     ),
 }
 
@@ -580,8 +593,10 @@ CASES = {
     "complementarity_step": _step_case,
     "impact_step": lambda z: C.impact_step(_ball_state(z), H, 9.81 + z[2], 0.7),
     "naive_impact_step": lambda z: C.naive_impact_step(_ball_state(z), H, 9.81 + z[2], 0.7),
-    **{name: _system_case(name, 1e-3 if name in ("soft_ball_step", "hopper_step") else H) for name in
-       ("hard_ball_step", "soft_ball_step", "sliding_block_step", "box_wall_step", "hopper_step")},
+    **{
+        name: _system_case(name, 1e-3 if name in ("soft_ball_step", "hopper_step") else H)
+        for name in ("hard_ball_step", "soft_ball_step", "sliding_block_step", "box_wall_step", "hopper_step")
+    },
     **{f"soft_ball:{n}": _dynamics_case("soft_ball", n) for n in C.CONTACT_LAWS},
     "hopper": _dynamics_case("hopper", "softplus_both"),
     "hard_ball_energy": _energy_case("hard_ball_energy", "hard_ball_step"),
@@ -592,13 +607,16 @@ CASES = {
     "rollout_with_record": lambda z: CS.rollout_with_record(
         CS.hard_ball_step(H, with_record=True), _ball_state(z), jnp.ones((4, 1)) * z[2], CS.HardBallParams()
     ),
-    "get_contact_system": lambda z: CS.get_contact_system("soft_ball").make_step(1e-3)(*SYSTEM_INPUTS["soft_ball_step"](z)),
+    "get_contact_system": lambda z: CS.get_contact_system("soft_ball").make_step(1e-3)(
+        *SYSTEM_INPUTS["soft_ball_step"](z)
+    ),
 }
 
 
 def _public_functions(module):
     return {
-        n for n, obj in vars(module).items()
+        n
+        for n, obj in vars(module).items()
         if not n.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
     }
 

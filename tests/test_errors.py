@@ -37,7 +37,9 @@ def test_unknown_names_list_the_valid_ones():
     with pytest.raises(KeyError, match=r"unknown system 'quadruped'"):
         cl.get_system("quadruped")
     with pytest.raises(KeyError, match=r"unknown gradient mode 'magic'; valid names: adjoint, checkpointed, store_all"):
-        cl.rollout_cost(cl.rk4(cl.pendulum, 0.1), jnp.zeros(2), jnp.zeros((3, 1)), P, lambda x, u, p: 0.0, gradient="magic")
+        cl.rollout_cost(
+            cl.rk4(cl.pendulum, 0.1), jnp.zeros(2), jnp.zeros((3, 1)), P, lambda x, u, p: 0.0, gradient="magic"
+        )
 
 
 @pytest.mark.parametrize("h", [0.0, -0.01, float("nan"), float("inf")])
@@ -55,7 +57,9 @@ def test_non_finite_state_or_input(bad):
     with pytest.raises(FloatingPointError, match="rollout_cost: x0, us or p contains NaN or Inf"):
         cl.rollout_cost(step, jnp.zeros(2), jnp.zeros((3, 1)).at[2, 0].set(bad), P, lambda x, u, p: 0.0)
     with pytest.raises(FloatingPointError, match="adjoint_gradients"):
-        cl.adjoint_gradients(step, jnp.zeros(2), jnp.zeros((3, 1)), P._replace(mass=bad), lambda x, u, p: 0.0, lambda x, p: 0.0)
+        cl.adjoint_gradients(
+            step, jnp.zeros(2), jnp.zeros((3, 1)), P._replace(mass=bad), lambda x, u, p: 0.0, lambda x, p: 0.0
+        )
 
 
 def test_checkpoint_plan_rejects_empty_horizon():

@@ -77,9 +77,7 @@ def test_alpha_order_is_the_convex_combination_on_shared_samples():
         np.testing.assert_allclose(end.grad, est(quadratic, THETA, KEY, sigma=0.3, n_samples=500).grad, rtol=1e-12)
     # the per-sample terms match the formulas
     np.testing.assert_allclose(s.first_order, jax.vmap(jax.grad(quadratic))(THETA + s.noise), rtol=1e-12)
-    np.testing.assert_allclose(
-        s.zeroth_order, (s.values - quadratic(THETA))[:, None] * s.noise / 0.3**2, rtol=1e-12
-    )
+    np.testing.assert_allclose(s.zeroth_order, (s.values - quadratic(THETA))[:, None] * s.noise / 0.3**2, rtol=1e-12)
 
 
 def test_adaptive_alpha_trusts_gradients_only_where_they_are_unbiased():
@@ -121,7 +119,9 @@ def test_bernstein_width_is_the_authors_formula_and_satisfies_the_inequality():
         # the vector Bernstein tail at eps is at most delta (the closed form over-approximates the root)
         tail = (d + 1) * math.exp(-(n * eps**2 / 2) / (var + bound * eps / 3))
         assert tail <= delta * (1 + 1e-12)
-        assert float(confidence_width(var, n, delta=delta, rule="chebyshev")) == pytest.approx(math.sqrt(var / (n * delta)))
+        assert float(confidence_width(var, n, delta=delta, rule="chebyshev")) == pytest.approx(
+            math.sqrt(var / (n * delta))
+        )
     with pytest.raises(ValueError, match="needs the bound"):
         confidence_width(1.0, 10, delta=0.05)
     with pytest.raises(ValueError, match="rule must be one of"):
@@ -135,8 +135,9 @@ def test_adaptive_aobg_uses_independent_draws_as_the_authors_do():
     zeroth = gradient_samples(quadratic, THETA, k0, sigma=0.3, n_samples=300)
     alpha = adaptive_alpha(first, zeroth, gamma=0.5, bound=50.0)
     np.testing.assert_allclose(est.alpha, alpha, rtol=1e-12)
-    np.testing.assert_allclose(est.grad, alpha * first.first_order.mean(0) + (1 - alpha) * zeroth.zeroth_order.mean(0),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        est.grad, alpha * first.first_order.mean(0) + (1 - alpha) * zeroth.zeroth_order.mean(0), rtol=1e-12
+    )
     # a wider (Chebyshev, small delta) width leaves less room for the first-order part
     tight = adaptive_alpha(first, zeroth, gamma=0.5, bound=50.0, delta=0.2)
     wide = adaptive_alpha(first, zeroth, gamma=0.5, width="chebyshev", delta=0.001)

@@ -56,7 +56,9 @@ def test_constants_agree_with_the_setup_cell(exercise):
     setup = sources.setup_constants(exercise)
     for name, value in EXERCISES[exercise].constants.items():
         assert name in setup, f"{exercise}: the setup cell defines no constant {name}"
-        assert _equal(setup[name], value), f"{exercise}: {name} is {setup[name]!r} in the setup cell, {value!r} in the spec"
+        assert _equal(setup[name], value), (
+            f"{exercise}: {name} is {setup[name]!r} in the setup cell, {value!r} in the spec"
+        )
 
 
 def test_setup_constants_reads_literals_and_parameter_sets(tmp_path, monkeypatch):
@@ -67,7 +69,9 @@ def test_setup_constants_reads_literals_and_parameter_sets(tmp_path, monkeypatch
         "kernelspec: {display_name: Python 3, language: python, name: python3}\n---\n\n"
         "```{code-cell} ipython3\n---\nnbgrader: {grade_id: setup, locked: true}\n---\n"
         "import course_lib as cl\nG = 9.81\nDT, N = 0.03, 100\nP = cl.PendulumParams(damping=0.2)\n"
-        "XS = cl.rollout\nK = -2.5\n```\n", encoding="utf-8")
+        "XS = cl.rollout\nK = -2.5\n```\n",
+        encoding="utf-8",
+    )
     monkeypatch.setattr(sources, "COURSE_DIR", course)
     found = sources.setup_constants("s99_ex1")
     assert found.keys() == {"G", "DT", "N", "P", "K"}
@@ -76,8 +80,11 @@ def test_setup_constants_reads_literals_and_parameter_sets(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("exercise", sorted(WRONG_ANSWERS))
 def test_wrong_answers_are_exact_once_edits_of_the_solution_cells(exercise):
-    solution_cells = {gid for gid in sources._cells(sources.source_path(exercise))
-                      if sources._cells(sources.source_path(exercise))[gid][1].get("solution")}
+    solution_cells = {
+        gid
+        for gid in sources._cells(sources.source_path(exercise))
+        if sources._cells(sources.source_path(exercise))[gid][1].get("solution")
+    }
     for wrong in WRONG_ANSWERS[exercise]:
         assert wrong.edits and set(wrong.edits) | set(wrong.keep) <= solution_cells
         cells = wrong.cells  # raises unless every `old` occurs exactly once

@@ -42,7 +42,9 @@ def test_section_contract(section, tmp_path, monkeypatch):
         assert score == pytest.approx(total), (exercise, report.feedback["reference"][exercise])
     for exercise, v in report.scores["blank"].items():
         assert v["auto"][0] == 0, (exercise, report.feedback["blank"][exercise])
-        assert all(text.strip() for text in report.feedback["blank"][exercise].values())  # readable feedback, not silence
+        assert all(
+            text.strip() for text in report.feedback["blank"][exercise].values()
+        )  # readable feedback, not silence
 
     for exercise in report.scores["reference"]:
         for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, [])):
@@ -67,11 +69,15 @@ def test_reference_data_regenerates_identically(tmp_path):
     for path in fresh:
         committed = data.DATA_DIR / path.name
         same = committed.read_bytes() == path.read_bytes() and (
-            (INPUTS_DIR / path.name).read_bytes() == (tmp_path / "inputs" / path.name).read_bytes())
+            (INPUTS_DIR / path.name).read_bytes() == (tmp_path / "inputs" / path.name).read_bytes()
+        )
         if not same:
-            problems = data.disagreements(json.loads(committed.read_text(encoding="utf-8")),
-                                          json.loads(path.read_text(encoding="utf-8")))
-            assert not problems, f"{committed} differs: run `python -m autograder regenerate`\n" + "\n".join(problems[:20])
+            problems = data.disagreements(
+                json.loads(committed.read_text(encoding="utf-8")), json.loads(path.read_text(encoding="utf-8"))
+            )
+            assert not problems, f"{committed} differs: run `python -m autograder regenerate`\n" + "\n".join(
+                problems[:20]
+            )
     assert sorted(p.name for p in INPUTS_DIR.glob("*.json")) == sorted(p.name for p in fresh)  # no orphaned inputs
 
 

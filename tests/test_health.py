@@ -12,8 +12,14 @@ GRADS = {"w": jnp.array([[3.0, -4.0]]), "b": jnp.array([12.0])}
 
 
 def test_record_fields():
-    rec = health_record({"track": 1.5, "effort": 0.25}, GRADS, contact_count=2, max_penetration=0.01,
-                        solver_residual=1e-9, step_size=1e-3)
+    rec = health_record(
+        {"track": 1.5, "effort": 0.25},
+        GRADS,
+        contact_count=2,
+        max_penetration=0.01,
+        solver_residual=1e-9,
+        step_size=1e-3,
+    )
     assert isinstance(rec, TrainingHealth)
     assert float(rec.loss) == 1.75  # the sum of the terms by default
     assert float(rec.grad_norm) == 13.0 and float(rec.max_abs_grad) == 12.0
@@ -40,8 +46,10 @@ def _train(n_steps, poison_at=None):
 
     def body(carry, i):
         theta, state = carry
+
         def loss_terms(t):
             return {"fit": jnp.sum((t - target) ** 2), "reg": 0.01 * jnp.sum(t**2)}
+
         terms, vjp = jax.vjp(loss_terms, theta)
         grads = vjp({"fit": 1.0, "reg": 1.0})[0]
         if poison_at is not None:

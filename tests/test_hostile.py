@@ -134,7 +134,9 @@ else:
 """
 LOOP_FOREVER = "while True:\n    pass\n"
 # a loop that swallows the interrupt sent at each timeout: the kernel stays busy, so every later cell times out too
-LOOP_IGNORING_INTERRUPTS = "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
+LOOP_IGNORING_INTERRUPTS = (
+    "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
+)
 SCRIPT_IN_OUTPUT = """\
 from IPython.display import HTML, Javascript, display
 display(HTML('<b onmouseover="alert(1)">x</b><script>alert(document.cookie)</script>'
@@ -159,9 +161,14 @@ def escape_attempts(course: Path) -> str:
     }
     if sandbox.abi_version() < 6:  # without signal scoping this would kill the test's nbgrader run
         del targets["signal-grader"]
-    lines = [f"for label, attempt in {{{', '.join(f'{k!r}: lambda: {v}' for k, v in targets.items())}}}.items():",
-             "    try:", "        attempt()", "        print('ESCAPED', label)",
-             "    except Exception as exc:", "        print('BLOCKED', label, type(exc).__name__)"]
+    lines = [
+        f"for label, attempt in {{{', '.join(f'{k!r}: lambda: {v}' for k, v in targets.items())}}}.items():",
+        "    try:",
+        "        attempt()",
+        "        print('ESCAPED', label)",
+        "    except Exception as exc:",
+        "        print('BLOCKED', label, type(exc).__name__)",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -207,8 +214,14 @@ HOSTILE = {
     "script-in-output": ({CELL: SCRIPT_IN_OUTPUT}, None, "隐藏测试 1/"),
 }
 #: the cases graded a second time through the class run (python -m autograder autograde)
-CLASS_RUN_CASES = ("float16-zeros", "foreign-kernelspec", "leftovers-and-network", "every-cell-loops", "escape-sandbox",
-                   "script-in-output")
+CLASS_RUN_CASES = (
+    "float16-zeros",
+    "foreign-kernelspec",
+    "leftovers-and-network",
+    "every-cell-loops",
+    "escape-sandbox",
+    "script-in-output",
+)
 NOTEBOOK_BUDGET_S = 45  # per-notebook budget for this test (the course default is longer)
 
 
@@ -292,8 +305,10 @@ def graded(tmp_path_factory, listener):
     _submit(classrun, release_nb, [*CLASS_RUN_CASES, "blank"], port)
     results = grade_class(classrun, [SECTION], workers=2, extra_args=LIMITS, progress=False)
     assert [r.student for r in results if r.status != "graded"] == []
-    return {"nbgrader": (course, gradebook_scores(course, SECTION)),
-            "classrun": (classrun, gradebook_scores(classrun, SECTION))}
+    return {
+        "nbgrader": (course, gradebook_scores(course, SECTION)),
+        "classrun": (classrun, gradebook_scores(classrun, SECTION)),
+    }
 
 
 CASES = [("nbgrader", s) for s in sorted(HOSTILE)] + [("classrun", s) for s in CLASS_RUN_CASES]
@@ -360,7 +375,9 @@ def _processes_with(marker: str) -> list[str]:
     return found
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="without root a process that calls setsid can outlive grading (instructors page)")
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="without root a process that calls setsid can outlive grading (instructors page)"
+)
 def test_nothing_a_student_started_is_left_running(graded):
     assert _processes_with(MARKER) == []
 

@@ -81,7 +81,9 @@ def test_convergence_order(name):
 
     def solve(step_name, h):
         n = int(round(t_end / h))
-        step = cl.make_integrator(step_name, f, h, **({"newton_iterations": 20} if step_name.startswith("implicit_") else {}))
+        step = cl.make_integrator(
+            step_name, f, h, **({"newton_iterations": 20} if step_name.startswith("implicit_") else {})
+        )
         return cl.rollout(step, x0, jnp.tile(torque, (n, 1)), p)[-1]
 
     reference = solve("rk4", 1e-3)
@@ -100,14 +102,17 @@ def _system_point(system, seed):
 
 
 def _cases():
+    # every integrator on the pendulum in the fast tier; the other systems in the slow one (make test)
     for sys_name, system in cl.SYSTEMS.items():
         for name in cl.INTEGRATORS:
             if name == "semi_implicit_euler" and system.nq is None:
                 continue
-            yield sys_name, name
+            yield pytest.param(
+                sys_name, name, marks=() if sys_name == "pendulum" else pytest.mark.slow, id=f"{sys_name}-{name}"
+            )
 
 
-@pytest.mark.parametrize("sys_name,name", sorted(_cases()))
+@pytest.mark.parametrize("sys_name,name", sorted(_cases(), key=lambda case: case.id))
 def test_gradient_matches_central_differences(sys_name, name):
     """Three steps, gradient w.r.t. (x0, u, p) checked along a random direction over an eps sweep."""
     system = cl.get_system(sys_name)
@@ -150,8 +155,16 @@ def test_agrees_with_diffrax(ours, theirs):
     def theirs_final(x0, gravity):
         term = diffrax.ODETerm(lambda t, y, args: cl.pendulum(y, ZERO_U, p._replace(gravity=args)))
         sol = diffrax.diffeqsolve(
-            term, theirs, 0.0, n * h, h, x0, args=gravity,
-            stepsize_controller=diffrax.ConstantStepSize(), saveat=diffrax.SaveAt(t1=True), max_steps=n + 1,
+            term,
+            theirs,
+            0.0,
+            n * h,
+            h,
+            x0,
+            args=gravity,
+            stepsize_controller=diffrax.ConstantStepSize(),
+            saveat=diffrax.SaveAt(t1=True),
+            max_steps=n + 1,
         )
         return sol.ys[-1]
 

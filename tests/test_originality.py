@@ -158,7 +158,9 @@ def test_normalisation_keeps_only_ideographs():
     assert ideographs("显式欧拉（explicit Euler）：$x_{k+1}$，稳定域小。\n㐀") == "显式欧拉稳定域小㐀"
     windows = seed_windows("甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉戌亥", window=20)
     assert len(windows) == 3
-    assert shared_runs("甲乙丙丁，戊己庚辛\n壬癸子丑寅卯辰巳午未申酉。", windows) == [(1, 2, "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉")]
+    assert shared_runs("甲乙丙丁，戊己庚辛\n壬癸子丑寅卯辰巳午未申酉。", windows) == [
+        (1, 2, "甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉")
+    ]
 
 
 if __name__ == "__main__":  # write the committed fingerprints from the seed

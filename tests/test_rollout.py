@@ -30,7 +30,9 @@ def test_rollout_shape_and_start():
     np.testing.assert_allclose(xs[1], STEP(X0, US[0], P))
 
 
-@pytest.mark.parametrize("mode,segment", [("checkpointed", None), ("checkpointed", 5), ("checkpointed", 37), ("adjoint", None)])
+@pytest.mark.parametrize(
+    "mode,segment", [("checkpointed", None), ("checkpointed", 5), ("checkpointed", 37), ("adjoint", None)]
+)
 def test_gradient_modes_agree_with_store_all(mode, segment):
     def grads(gradient, seg=None):
         return jax.grad(cl.rollout_cost, argnums=(1, 2, 3))(
@@ -41,7 +43,9 @@ def test_gradient_modes_agree_with_store_all(mode, segment):
     for a, b in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got)):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
     loss_ref = cl.rollout_cost(STEP, X0, US, P, stage, terminal)
-    assert float(cl.rollout_cost(STEP, X0, US, P, stage, terminal, gradient=mode, segment_length=segment)) == pytest.approx(float(loss_ref), rel=1e-14)
+    assert float(
+        cl.rollout_cost(STEP, X0, US, P, stage, terminal, gradient=mode, segment_length=segment)
+    ) == pytest.approx(float(loss_ref), rel=1e-14)
 
 
 def test_adjoint_matches_jax_grad_including_lambdas():

@@ -57,8 +57,13 @@ def test_confined_process_reads_only_what_it_needs(tmp_path):
     scratch.mkdir()
     outside.mkdir()
     (outside / "existing.txt").write_text("grade: 0\n")
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(ROOT), str(scratch), str(outside)],
-                          capture_output=True, text=True, timeout=300, cwd=scratch)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ROOT), str(scratch), str(outside)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=scratch,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     allowed = ("import_jax_course_lib", "read_inputs", "import_capture", "list_data_folder", "write_scratch")
@@ -96,10 +101,17 @@ def test_kernel_reads_only_its_own_exercise_support(tmp_path, monkeypatch):
             except PermissionError:
                 print(name, "PermissionError")
     """)
-    proc = subprocess.run([sys.executable, "-c", probe, str(support), str(scratch)], capture_output=True, text=True,
-                          timeout=120, cwd=scratch)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(support), str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=scratch,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split("\n")[:3] == ["proj_p2.py ok", "proj_common.py ok", "proj_p1.py PermissionError"], proc.stdout
+    assert proc.stdout.split("\n")[:3] == ["proj_p2.py ok", "proj_common.py ok", "proj_p1.py PermissionError"], (
+        proc.stdout
+    )
 
 
 def test_every_entry_point_refuses_without_landlock(monkeypatch):
@@ -146,11 +158,26 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network():
     scratch = isolation.prepare_scratch(uid)
     connection = scratch / "connection.json"
     connection.write_text("{}")
-    args = ["--scratch", str(scratch), "--uid", str(uid), "--memory-bytes", str(DEFAULT_LIMITS.memory_bytes),
-            "--file-bytes", str(DEFAULT_LIMITS.file_bytes), "--cpu-seconds", "60", "--max-processes", "64",
-            "-f", str(connection)]
-    code = ("import sys\nfrom autograder.confine import launcher\nopts, _ = launcher.parse(sys.argv[1:])\n"
-            "launcher.apply_limits(opts)\nlauncher.confine(opts)\n" + ISOLATION_PROBE)
+    args = [
+        "--scratch",
+        str(scratch),
+        "--uid",
+        str(uid),
+        "--memory-bytes",
+        str(DEFAULT_LIMITS.memory_bytes),
+        "--file-bytes",
+        str(DEFAULT_LIMITS.file_bytes),
+        "--cpu-seconds",
+        "60",
+        "--max-processes",
+        "64",
+        "-f",
+        str(connection),
+    ]
+    code = (
+        "import sys\nfrom autograder.confine import launcher\nopts, _ = launcher.parse(sys.argv[1:])\n"
+        "launcher.apply_limits(opts)\nlauncher.confine(opts)\n" + ISOLATION_PROBE
+    )
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own probe's dict

@@ -42,7 +42,9 @@ def test_training_on_the_stiff_wall():
         assert np.mean(costs[-10:]) < 0.6 * costs[0], f"h={h}: episode cost did not drop"
         # the wall was hit, and contact spikes left no NaN anywhere
         assert int(rec.contact_count.sum()) > 0 and float(rec.max_penetration.max()) > 0
-        for leaf in jax.tree_util.tree_leaves((result.policy_params, result.critic_params, rec, result.episode_cost, result.critic_loss)):
+        for leaf in jax.tree_util.tree_leaves(
+            (result.policy_params, result.critic_params, rec, result.episode_cost, result.critic_loss)
+        ):
             assert np.all(np.isfinite(np.asarray(leaf))), f"h={h}: non-finite record"
         # Adam moves each parameter by at most lr (1 - b1) / sqrt(1 - b2) ~ 3.2 lr (Kingma & Ba, sec. 2.1)
         assert np.all(np.asarray(rec.step_size) <= 0.05 * 3.17 * np.sqrt(3))
@@ -110,14 +112,24 @@ X_Z = jnp.array([0.6, 0.3, 0.9, 0.2])
 MLP = init_mlp(jax.random.PRNGKey(1), (2, 3, 1), zero_last=False)
 CASES = {
     # only the policy parameters depend on z: starts and critic are stop_gradient-ed by design
-    "short_horizon_loss": (lambda z: short_horizon_loss(
-        [(z[None, :2], z[2:3] * z[3])], jnp.ones(6) * 0.1, jnp.array([[0.6, 0.3], [0.9, 0.2]]), TASK, horizon=6), True),
+    "short_horizon_loss": (
+        lambda z: short_horizon_loss(
+            [(z[None, :2], z[2:3] * z[3])], jnp.ones(6) * 0.1, jnp.array([[0.6, 0.3], [0.9, 0.2]]), TASK, horizon=6
+        ),
+        True,
+    ),
     "episode_cost": (lambda z: episode_cost([(z[None, :2], z[2:3])], TASK), True),
     "mlp_policy": (lambda z: mlp_policy(MLP, z[:2] * z[3]), True),
     "quadratic_features": (lambda z: quadratic_features(z), True),
     "critic_value": (lambda z: critic_value(jnp.arange(6.0), z[:2]), True),
-    "fit_critic": (lambda z: fit_critic(jnp.outer(jnp.arange(8.0), z[:2]) + jnp.sin(jnp.arange(16.0)).reshape(8, 2),
-                                        jnp.arange(8.0) * z[2], ridge=1e-3), True),
+    "fit_critic": (
+        lambda z: fit_critic(
+            jnp.outer(jnp.arange(8.0), z[:2]) + jnp.sin(jnp.arange(16.0)).reshape(8, 2),
+            jnp.arange(8.0) * z[2],
+            ridge=1e-3,
+        ),
+        True,
+    ),
     "lambda_returns": (lambda z: lambda_returns(z[:3], z[1:], z[3], gamma=0.9, td_lambda=0.7), True),
     "wall_dynamics": (lambda z: wall_dynamics(jnp.array([1.0, 0.0]) + z[:2], z[2:3], WallParams()), True),
     # a training run is differentiable but its gradient (through Adam and the critic fit) means little
@@ -128,7 +140,10 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_jit_vmap_grad(name):
     fn, differentiable = CASES[name]
-    leaves = lambda tree: [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
+
+    def leaves(tree):
+        return [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
+
     jitted = jax.jit(fn)
     if name != "shac_train":  # its eager run is itself one compiled lax.scan; spare a compilation
         for a, b in zip(leaves(jitted(X_Z)), leaves(fn(X_Z))):
@@ -139,6 +154,7 @@ def test_jit_vmap_grad(name):
         for a, b in zip(leaves(batched), leaves(jitted(batch[i]))):
             np.testing.assert_allclose(a[i], b, rtol=1e-9, atol=1e-12)
     if differentiable:
+
         def scalar(z):
             return sum(jnp.sum(leaf) for leaf in leaves(fn(z)))
 

@@ -40,8 +40,12 @@ def test_measured_spread_is_covered_by_the_committed_tolerance(measured):
 
 def test_a_plain_regeneration_keeps_the_stored_spread_and_measures_nothing(measured, monkeypatch, tmp_path):
     root, _ = measured
-    monkeypatch.setattr(spread, "measure", lambda inputs, expected, variants=None: pytest.fail(f"measured {list(inputs)}"))
-    [again] = data.regenerate([SMALL], out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs", spread_from=root / "data")
+    monkeypatch.setattr(
+        spread, "measure", lambda inputs, expected, variants=None: pytest.fail(f"measured {list(inputs)}")
+    )
+    [again] = data.regenerate(
+        [SMALL], out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs", spread_from=root / "data"
+    )
     assert again.read_bytes() == (root / "data" / again.name).read_bytes()  # deterministic on one machine
     assert (tmp_path / "inputs" / again.name).read_bytes() == (root / "inputs" / again.name).read_bytes()
 
@@ -62,8 +66,11 @@ def test_the_reference_reproduces_itself_on_the_stored_inputs():
     """A variant without any setting measures zero: the references are deterministic on the stored inputs."""
     spec = json.loads((DATA_DIR / f"{SMALL}.json").read_text(encoding="utf-8"))["ab_explicit"]
     key = f"{SMALL}.ab_explicit"
-    got = spread.measure({key: [c["inputs"] for c in spec["cases"]]}, {key: [c["expected"] for c in spec["cases"]]},
-                         variants={"same machine": {}})
+    got = spread.measure(
+        {key: [c["inputs"] for c in spec["cases"]]},
+        {key: [c["expected"] for c in spec["cases"]]},
+        variants={"same machine": {}},
+    )
     assert got == {key: [0.0, 0.0]}
 
 
@@ -96,8 +103,13 @@ def test_perturbed_inputs_move_only_non_integer_floats():
 
 def _check(mistake_offset):
     ref = lambda x: np.array([x, 2.0 * x])  # noqa: E731
-    return Check("fn", cases=lambda: [{"x": 1.5}, {"x": -0.25}], reference=ref, exercise="fake_ex",
-                 mistakes={"near": Mistake("差一点", lambda x: ref(x) * (1.0 + mistake_offset))})
+    return Check(
+        "fn",
+        cases=lambda: [{"x": 1.5}, {"x": -0.25}],
+        reference=ref,
+        exercise="fake_ex",
+        mistakes={"near": Mistake("差一点", lambda x: ref(x) * (1.0 + mistake_offset))},
+    )
 
 
 def test_derived_tolerance_widens_with_the_spread():
@@ -149,8 +161,10 @@ def test_the_measurement_of_a_check_does_not_depend_on_the_others_measured_with_
     """Each check seeds its own perturbation: `make regenerate` (all checks) and a regeneration of one
     exercise store the same spread."""
     spec = json.loads((DATA_DIR / f"{SMALL}.json").read_text(encoding="utf-8"))
-    request = {f"{SMALL}.{n}": ([c["inputs"] for c in spec[n]["cases"]], [c["expected"] for c in spec[n]["cases"]])
-               for n in ("ab_semi_implicit", "ab_explicit")}
+    request = {
+        f"{SMALL}.{n}": ([c["inputs"] for c in spec[n]["cases"]], [c["expected"] for c in spec[n]["cases"]])
+        for n in ("ab_semi_implicit", "ab_explicit")
+    }
     perturb = {name: env for name, env in spread.VARIANTS.items() if spread.PERTURB_ENV in env}
     both = spread.measure({k: v[0] for k, v in request.items()}, {k: v[1] for k, v in request.items()}, perturb)
     key = f"{SMALL}.ab_explicit"

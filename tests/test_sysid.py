@@ -82,8 +82,16 @@ def test_poor_excitation_fits_the_data_with_wrong_parameters():
 
 def test_bounds_are_respected():
     result = fit_parameters(
-        STEP, GUESS, X0, RICH, XS_RICH, weights=WEIGHTS, lower=[0.5, 0.3, 0.05], upper=[1.5, 1.0, 1.0],
-        learning_rate=0.1, n_iterations=100,
+        STEP,
+        GUESS,
+        X0,
+        RICH,
+        XS_RICH,
+        weights=WEIGHTS,
+        lower=[0.5, 0.3, 0.05],
+        upper=[1.5, 1.0, 1.0],
+        learning_rate=0.1,
+        n_iterations=100,
     )
     hist = np.asarray(result.history)
     assert np.all(hist >= np.array([0.5, 0.3, 0.05]) - 1e-12) and np.all(hist <= np.array([1.5, 1.0, 1.0]) + 1e-12)
@@ -100,16 +108,22 @@ def test_loss_value_and_weights():
 SHORT = 20
 
 
-@pytest.mark.parametrize("name", ["sysid_loss", "identifiability", "fit_parameters", "multisine", "friction_balance_force"])
+@pytest.mark.parametrize(
+    "name", ["sysid_loss", "identifiability", "fit_parameters", "multisine", "friction_balance_force"]
+)
 def test_jit_vmap_grad(name):
     us, xs = RICH[:SHORT], XS_RICH[: SHORT + 1]
     fns = {
         "sysid_loss": (lambda z: sysid_loss(STEP, GUESS._replace(mass=z[0], coulomb=z[1]), X0, us, xs), True),
         "identifiability": (
-            lambda z: identifiability(STEP, TRUE._replace(mass=z[0], coulomb=z[1]), X0, us).singular_values, True
+            lambda z: identifiability(STEP, TRUE._replace(mass=z[0], coulomb=z[1]), X0, us).singular_values,
+            True,
         ),
         # differentiating the optimisation loop with respect to its initial guess means nothing here
-        "fit_parameters": (lambda z: fit_parameters(STEP, GUESS._replace(mass=z[0]), X0, us, xs, n_iterations=3).history, False),
+        "fit_parameters": (
+            lambda z: fit_parameters(STEP, GUESS._replace(mass=z[0]), X0, us, xs, n_iterations=3).history,
+            False,
+        ),
         "multisine": (lambda z: multisine(SHORT, DT, z, jnp.array([1.0, 2.0])), True),
         "friction_balance_force": (lambda z: friction_balance_force(TRUE._replace(damping=z[0]), z[1]), True),
     }

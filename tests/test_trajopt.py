@@ -24,8 +24,19 @@ def upright(x, p):
 
 
 def test_swing_up_with_bounded_torque():
-    result = optimize_controls(STEP, X0, jnp.zeros((N, 1)), P, effort, upright, learning_rate=0.2,
-                               n_iterations=300, u_lower=-4.0, u_upper=4.0, max_grad_norm=10.0)
+    result = optimize_controls(
+        STEP,
+        X0,
+        jnp.zeros((N, 1)),
+        P,
+        effort,
+        upright,
+        learning_rate=0.2,
+        n_iterations=300,
+        u_lower=-4.0,
+        u_upper=4.0,
+        max_grad_norm=10.0,
+    )
     assert isinstance(result, TrajOptResult)
     assert float(result.final_loss) < 0.02 * float(result.loss[0])
     assert abs(float(result.xs[-1, 0]) - np.pi) < 0.2 and abs(float(result.xs[-1, 1])) < 0.3
@@ -42,8 +53,9 @@ def test_gradient_modes_give_the_same_iterates():
 
 def test_jit_vmap_grad():
     def fn(z):
-        return optimize_controls(STEP, z[:2], jnp.zeros((10, 1)) + z[2], P, effort, upright,
-                                 learning_rate=0.1, n_iterations=3).us
+        return optimize_controls(
+            STEP, z[:2], jnp.zeros((10, 1)) + z[2], P, effort, upright, learning_rate=0.1, n_iterations=3
+        ).us
 
     z = jnp.array([0.1, 0.0, 0.3])
     jitted = jax.jit(fn)

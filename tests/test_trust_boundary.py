@@ -142,7 +142,13 @@ def arr(dtype, shape, data) -> dict:
 
 MALFORMED = {
     # not an encoded value at all
-    "none": None, "true": True, "int": 0, "float": 1.5, "string": "float64", "list": [1.0], "empty dict": {},
+    "none": None,
+    "true": True,
+    "int": 0,
+    "float": 1.5,
+    "string": "float64",
+    "list": [1.0],
+    "empty dict": {},
     # wrong, extra or missing keys
     "two keys": {"dtype": "float64", "shape": [1]},
     "extra key": {**arr("float64", [1], [1.0]), "extra": 1},
@@ -155,10 +161,32 @@ MALFORMED = {
     "unsupported none": {"unsupported": None},
     "value key": {"value": arr("float64", [1], [1.0])},
     # dtypes encode never writes
-    **{f"dtype {d!r}": arr(d, [1], [1]) for d in (
-        "object", "O", "complex128", "c16", "U5", "S3", "V8", "datetime64", "M8[ns]", "timedelta64",
-        "f8,f8", "(2,)f8", "not-a-dtype", "", "float", "f8", ">f8", "<f8", "double", "Float64", " float64",
-    )},
+    **{
+        f"dtype {d!r}": arr(d, [1], [1])
+        for d in (
+            "object",
+            "O",
+            "complex128",
+            "c16",
+            "U5",
+            "S3",
+            "V8",
+            "datetime64",
+            "M8[ns]",
+            "timedelta64",
+            "f8,f8",
+            "(2,)f8",
+            "not-a-dtype",
+            "",
+            "float",
+            "f8",
+            ">f8",
+            "<f8",
+            "double",
+            "Float64",
+            " float64",
+        )
+    },
     "dtype not a string": arr(64, [1], [1]),
     "dtype none": arr(None, [1], [1]),
     "dtype list": arr(["float64"], [1], [1]),
@@ -191,9 +219,22 @@ MALFORMED = {
     "data nested list": arr("float64", [1], [[1.0]]),
     "data dict entry": arr("float64", [1], [{}]),
     # non-finite values only as exactly "nan", "inf", "-inf"
-    **{f"non-finite {s!r}": arr("float64", [1], [s]) for s in (
-        "NaN", "NAN", "Infinity", "-Infinity", "INF", "+inf", " nan", "nan ", "inf\x00", "-nan", "1e999",
-    )},
+    **{
+        f"non-finite {s!r}": arr("float64", [1], [s])
+        for s in (
+            "NaN",
+            "NAN",
+            "Infinity",
+            "-Infinity",
+            "INF",
+            "+inf",
+            " nan",
+            "nan ",
+            "inf\x00",
+            "-nan",
+            "1e999",
+        )
+    },
     # values that do not fit the dtype
     "integer beyond float64": arr("float64", [1], [10**400]),
     "integer beyond int64": arr("int64", [1], [2**63]),
@@ -258,24 +299,30 @@ def test_score_of_the_reference_values_is_full():
         assert earned == possible == DATA[name]["points"] > 0, text
 
 
-@pytest.mark.parametrize("forged", [
-    pytest.param(lambda r: {**r, "exercise": OTHER_EXERCISE}, id="another exercise"),
-    pytest.param(lambda r: {**r, "name": ANALYTIC}, id="another check"),
-    pytest.param(lambda r: {k: v for k, v in r.items() if k != "exercise"}, id="no exercise"),
-    pytest.param(lambda r: {**r, "results": r["results"][:-1]}, id="one result short"),
-    pytest.param(lambda r: {**r, "results": r["results"] * 2}, id="twice the results"),
-    pytest.param(lambda r: {**r, "results": []}, id="no results"),
-    pytest.param(lambda r: {**r, "results": dict(enumerate(r["results"]))}, id="results a dict"),
-    pytest.param(lambda r: {**r, "results": "all passed"}, id="results a string"),
-    pytest.param(lambda r: {**r, "results": None}, id="results none"),
-    pytest.param(lambda r: {**r, "results": [{**r["results"][0], "status": "passed"}] + r["results"][1:]},
-                 id="unknown status"),
-    pytest.param(lambda r: {**r, "results": [{"value": r["results"][0]["value"]}] + r["results"][1:]},
-                 id="no status"),
-    pytest.param(lambda r: {**r, "results": [{"status": "ok"}] * 3}, id="ok without value"),
-    pytest.param(lambda r: [r], id="record in a list"),
-    pytest.param(lambda r: json.dumps(r), id="record as JSON text"),
-])
+@pytest.mark.parametrize(
+    "forged",
+    [
+        pytest.param(lambda r: {**r, "exercise": OTHER_EXERCISE}, id="another exercise"),
+        pytest.param(lambda r: {**r, "name": ANALYTIC}, id="another check"),
+        pytest.param(lambda r: {k: v for k, v in r.items() if k != "exercise"}, id="no exercise"),
+        pytest.param(lambda r: {**r, "results": r["results"][:-1]}, id="one result short"),
+        pytest.param(lambda r: {**r, "results": r["results"] * 2}, id="twice the results"),
+        pytest.param(lambda r: {**r, "results": []}, id="no results"),
+        pytest.param(lambda r: {**r, "results": dict(enumerate(r["results"]))}, id="results a dict"),
+        pytest.param(lambda r: {**r, "results": "all passed"}, id="results a string"),
+        pytest.param(lambda r: {**r, "results": None}, id="results none"),
+        pytest.param(
+            lambda r: {**r, "results": [{**r["results"][0], "status": "passed"}] + r["results"][1:]},
+            id="unknown status",
+        ),
+        pytest.param(
+            lambda r: {**r, "results": [{"value": r["results"][0]["value"]}] + r["results"][1:]}, id="no status"
+        ),
+        pytest.param(lambda r: {**r, "results": [{"status": "ok"}] * 3}, id="ok without value"),
+        pytest.param(lambda r: [r], id="record in a list"),
+        pytest.param(lambda r: json.dumps(r), id="record as JSON text"),
+    ],
+)
 def test_score_refuses_a_record_that_is_not_of_this_check(forged):
     """The reference values themselves, in an envelope the capture side never writes, are refused."""
     with pytest.raises(MalformedRecord):
@@ -313,8 +360,7 @@ def test_integer_and_bool_arrays_in_place_of_float_gradients_score_zero():
 def test_an_integer_count_is_a_valid_return_for_an_integer_valued_output():
     """The rollout count returned as an int (Python or numpy) is right, not a dtype game."""
     for as_int in (int, np.int64, np.int32):
-        rec = {"exercise": EXERCISE, "name": FD,
-               "results": [ok((g, as_int(round(float(c))))) for g, c in expected(FD)]}
+        rec = {"exercise": EXERCISE, "name": FD, "results": [ok((g, as_int(round(float(c))))) for g, c in expected(FD)]}
         earned, possible, text = score(EXERCISE, FD, rec)
         assert earned == possible, text
 
@@ -366,13 +412,22 @@ def _stream(text):
 
 GOOD = correct()
 ZERO = record_of(np.zeros_like)
-HUGE = {**ZERO, "results": [{"status": "ok", "value": {"seq": [arr("float64", [MAX_ELEMENTS], [0.0] * MAX_ELEMENTS),
-                                                              arr("int64", [], [14])]}}] + ZERO["results"][1:]}
+HUGE = {
+    **ZERO,
+    "results": [
+        {
+            "status": "ok",
+            "value": {"seq": [arr("float64", [MAX_ELEMENTS], [0.0] * MAX_ELEMENTS), arr("int64", [], [14])]},
+        }
+    ]
+    + ZERO["results"][1:],
+}
 CELLS = {
     "no output": [],
     "a printed pass only": [_stream("[s04_1_ex1] fd_grad: 通过 3/3 个隐藏测试，得分 3/3\n3.0")],
-    "display without the MIME type": [NotebookNode(output_type="display_data", metadata={},
-                                                   data={"text/plain": "3.0"})],
+    "display without the MIME type": [
+        NotebookNode(output_type="display_data", metadata={}, data={"text/plain": "3.0"})
+    ],
     "two correct records": [shown(GOOD), shown(GOOD)],
     "a correct and a forged record": [shown(GOOD), shown(ZERO)],
     "a correct record plus an error": [shown(GOOD), _error_output()],
@@ -389,17 +444,30 @@ CELLS = {
     "another check's record renamed": [shown({**correct(ANALYTIC), "name": FD})],
     "a huge record": [shown(HUGE)],
     "a million results": [shown({**GOOD, "results": GOOD["results"][:1] * 10**6})],
-    "a huge unsupported description": [shown(
-        {**GOOD, "results": [{"status": "ok", "value": {"unsupported": "x" * 10**7}}] * 3})],
-    "a huge error text and line": [shown(
-        {**GOOD, "results": [{"status": "error", "error": "e" * 10**7, "line": "1" * 10**6}] * 3})],
-    "integer beyond float64": [shown(
-        {**GOOD, "results": [{"status": "ok", "value": {"seq": [arr("float64", [1], [10**400]),
-                                                                arr("int64", [], [14])]}}] * 3})],
-    "deep seq, 10000 levels": [shown({**GOOD, "results": [{"status": "ok", "value": deep(
-        arr("float64", [], [1.0]), 10_000)}] * 3})],
+    "a huge unsupported description": [
+        shown({**GOOD, "results": [{"status": "ok", "value": {"unsupported": "x" * 10**7}}] * 3})
+    ],
+    "a huge error text and line": [
+        shown({**GOOD, "results": [{"status": "error", "error": "e" * 10**7, "line": "1" * 10**6}] * 3})
+    ],
+    "integer beyond float64": [
+        shown(
+            {
+                **GOOD,
+                "results": [
+                    {"status": "ok", "value": {"seq": [arr("float64", [1], [10**400]), arr("int64", [], [14])]}}
+                ]
+                * 3,
+            }
+        )
+    ],
+    "deep seq, 10000 levels": [
+        shown({**GOOD, "results": [{"status": "ok", "value": deep(arr("float64", [], [1.0]), 10_000)}] * 3})
+    ],
     "deep error text": [shown({**GOOD, "results": [{"status": "error", "error": deep_list(10_000), "line": 1}] * 3})],
-    "deep line number": [shown({**GOOD, "results": [{"status": "error", "error": "x", "line": deep_list(10_000)}] * 3})],
+    "deep line number": [
+        shown({**GOOD, "results": [{"status": "error", "error": "x", "line": deep_list(10_000)}] * 3})
+    ],
     "deep exercise field": [shown({**GOOD, "exercise": deep_list(10_000)})],
     "deep results": [shown({**GOOD, "results": deep_list(10_000)})],
 }
@@ -411,10 +479,13 @@ def test_verdict_of_a_forged_cell_is_zero_and_reveals_nothing(outputs):
     assert_zero_and_discreet(verdict_outputs(graded_cell(outputs)))
 
 
-@pytest.mark.parametrize("source", [
-    "fd_grad(u, dt)",
-    'autograder.grade("s04_1_ex1", "fd_grad", fd_grad)\nautograder.grade("s04_1_ex1", "fd_grad", fd_grad)',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "fd_grad(u, dt)",
+        'autograder.grade("s04_1_ex1", "fd_grad", fd_grad)\nautograder.grade("s04_1_ex1", "fd_grad", fd_grad)',
+    ],
+)
 def test_verdict_of_a_misconfigured_cell_is_zero_even_with_a_correct_record(source):
     cell = graded_cell([shown(GOOD)])
     cell.source = source
@@ -423,31 +494,87 @@ def test_verdict_of_a_misconfigured_cell_is_zero_even_with_a_correct_record(sour
 
 def test_the_exercise_comes_from_the_cell_source_not_the_record():
     """A correct record relabelled for another exercise's cell is scored against that exercise's data."""
-    cell = graded_cell([shown({**GOOD, "exercise": OTHER_EXERCISE, "name": OTHER_NAME})],
-                       name=OTHER_NAME, exercise=OTHER_EXERCISE)
+    cell = graded_cell(
+        [shown({**GOOD, "exercise": OTHER_EXERCISE, "name": OTHER_NAME})], name=OTHER_NAME, exercise=OTHER_EXERCISE
+    )
     assert points(verdict_outputs(cell)) == 0.0
 
 
 # ---------------------------------------------------------------- property-based: what the tables miss
 
-SPECIAL_STRINGS = ["nan", "inf", "-inf", "NaN", "seq", "dtype", "shape", "data", "unsupported", "ok", "error",
-                   "status", "value", "float64", "float16", "int64", "bool", "object", "complex128", "U5", "f8",
-                   EXERCISE, FD, ANALYTIC]
-SCALARS = (st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400), 2**63, 2**64, -1])
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6) | st.sampled_from(SPECIAL_STRINGS))
-JSON = st.recursive(SCALARS, lambda c: st.lists(c, max_size=4)
-                    | st.dictionaries(st.sampled_from(SPECIAL_STRINGS) | st.text(max_size=4), c, max_size=4),
-                    max_leaves=24)
-DTYPE_NAMES = st.sampled_from(["float64", "float32", "float16", "int64", "int8", "uint8", "uint64", "bool",
-                               "object", "complex128", "U5", "f8", "datetime64"]) | st.text(max_size=6)
+SPECIAL_STRINGS = [
+    "nan",
+    "inf",
+    "-inf",
+    "NaN",
+    "seq",
+    "dtype",
+    "shape",
+    "data",
+    "unsupported",
+    "ok",
+    "error",
+    "status",
+    "value",
+    "float64",
+    "float16",
+    "int64",
+    "bool",
+    "object",
+    "complex128",
+    "U5",
+    "f8",
+    EXERCISE,
+    FD,
+    ANALYTIC,
+]
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([10**400, -(10**400), 2**63, 2**64, -1])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=6)
+    | st.sampled_from(SPECIAL_STRINGS)
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda c: st.lists(c, max_size=4)
+    | st.dictionaries(st.sampled_from(SPECIAL_STRINGS) | st.text(max_size=4), c, max_size=4),
+    max_leaves=24,
+)
+DTYPE_NAMES = st.sampled_from(
+    [
+        "float64",
+        "float32",
+        "float16",
+        "int64",
+        "int8",
+        "uint8",
+        "uint64",
+        "bool",
+        "object",
+        "complex128",
+        "U5",
+        "f8",
+        "datetime64",
+    ]
+) | st.text(max_size=6)
 SHAPES = st.lists(st.integers(-2, 4) | st.booleans() | st.sampled_from([1.0, "2", None, 10**30]), max_size=3)
 DATA_ITEMS = st.lists(SCALARS, max_size=8)
 CONSISTENT_ARRAY = st.lists(st.integers(0, 3), max_size=2).flatmap(  # shape and data agree: reaches the cast
-    lambda s: st.builds(lambda data, dtype: arr(dtype, list(s), data),
-                        st.lists(SCALARS, min_size=math.prod(s), max_size=math.prod(s)), DTYPE_NAMES))
+    lambda s: st.builds(
+        lambda data, dtype: arr(dtype, list(s), data),
+        st.lists(SCALARS, min_size=math.prod(s), max_size=math.prod(s)),
+        DTYPE_NAMES,
+    )
+)
 ENCODED_ARRAY = st.fixed_dictionaries({"dtype": DTYPE_NAMES, "shape": SHAPES, "data": DATA_ITEMS}) | CONSISTENT_ARRAY
-ENCODED = st.recursive(ENCODED_ARRAY | st.fixed_dictionaries({"unsupported": SCALARS}) | JSON,
-                       lambda c: st.lists(c, max_size=3).map(lambda v: {"seq": v}), max_leaves=12)
+ENCODED = st.recursive(
+    ENCODED_ARRAY | st.fixed_dictionaries({"unsupported": SCALARS}) | JSON,
+    lambda c: st.lists(c, max_size=3).map(lambda v: {"seq": v}),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, **FAST)
@@ -477,13 +604,25 @@ def test_verdict_of_any_json_record_is_zero(rec):
 
 # near-valid records: each case's result is the real one, a transformation of it, or junk
 TRANSFORMS = {
-    "same": lambda v: v, "negated": lambda v: -v, "zeros": np.zeros_like,
-    "float16 zeros": lambda v: np.zeros(v.shape, np.float16), "float16": lambda v: v.astype(np.float16),
-    "float32": lambda v: v.astype(np.float32), "int": lambda v: np.rint(v).astype(np.int64),
-    "bool": lambda v: v.astype(bool), "scaled 1e-12": lambda v: v * (1 + 1e-12), "scaled 1e-6": lambda v: v * (1 + 1e-6),
-    "scaled 1e-2": lambda v: v * 1.01, "plus 1e-3": lambda v: v + 1e-3, "nan": lambda v: v * np.nan,
-    "column": lambda v: v.reshape(-1, 1), "row": lambda v: v[None], "shorter": lambda v: v.ravel()[:-1],
-    "list": lambda v: v.tolist(), "string": lambda v: "abc", "none": lambda v: None,
+    "same": lambda v: v,
+    "negated": lambda v: -v,
+    "zeros": np.zeros_like,
+    "float16 zeros": lambda v: np.zeros(v.shape, np.float16),
+    "float16": lambda v: v.astype(np.float16),
+    "float32": lambda v: v.astype(np.float32),
+    "int": lambda v: np.rint(v).astype(np.int64),
+    "bool": lambda v: v.astype(bool),
+    "scaled 1e-12": lambda v: v * (1 + 1e-12),
+    "scaled 1e-6": lambda v: v * (1 + 1e-6),
+    "scaled 1e-2": lambda v: v * 1.01,
+    "plus 1e-3": lambda v: v + 1e-3,
+    "nan": lambda v: v * np.nan,
+    "column": lambda v: v.reshape(-1, 1),
+    "row": lambda v: v[None],
+    "shorter": lambda v: v.ravel()[:-1],
+    "list": lambda v: v.tolist(),
+    "string": lambda v: "abc",
+    "none": lambda v: None,
 }
 
 
@@ -533,20 +672,27 @@ def test_verdict_credits_only_cases_whose_values_are_the_expected_ones(name, dat
         results.append(_result(case, name, transforms, mode, junk))
     rec = {"exercise": EXERCISE, "name": name, "results": results}
     out = verdict_outputs(graded_cell([shown(rec)], name=name))
-    credited = sum(isinstance(r, dict) and r.get("status") == "ok" and _within_loosest_band(r, c, name)
-                   for r, c in zip(results, cases))
+    credited = sum(
+        isinstance(r, dict) and r.get("status") == "ok" and _within_loosest_band(r, c, name)
+        for r, c in zip(results, cases)
+    )
     assert points(out) <= DATA[name]["points"] * credited / len(cases) + 1e-9, feedback(out)
     assert_discreet(out, name)
 
 
 @settings(max_examples=60, **FAST)
-@given(dtype=st.sampled_from([np.float16, np.float32]), transform=st.sampled_from(sorted(TRANSFORMS)[:13]),
-       name=st.sampled_from([FD, ANALYTIC]))
+@given(
+    dtype=st.sampled_from([np.float16, np.float32]),
+    transform=st.sampled_from(sorted(TRANSFORMS)[:13]),
+    name=st.sampled_from([FD, ANALYTIC]),
+)
 def test_score_does_not_depend_on_the_float_dtype_of_the_same_numbers(dtype, transform, name):
     """The same numbers score the same whether the student returns them as float16/32 or float64."""
+
     def narrowed(v, wide):
         x = np.asarray(TRANSFORMS[transform](v)).astype(dtype)
         return x.astype(np.float64) if wide else x
+
     narrow = score(EXERCISE, name, record_of(lambda v: narrowed(v, False), name))[0]
     wide = score(EXERCISE, name, record_of(lambda v: narrowed(v, True), name))[0]
     assert narrow == wide
@@ -586,8 +732,14 @@ def test_an_error_in_a_graded_cell_does_not_show_the_hidden_source():
     # the kernel's traceback quotes the hidden cell; the verdict keeps only the error's name and message
     cell = graded_cell([])
     hidden_line = cell.source.splitlines()[0]
-    cell.outputs = [NotebookNode(output_type="error", ename="NameError", evalue="name 'fd_grad' is not defined",
-                                 traceback=[f"Cell In[7], line 1\n----> 1 {hidden_line}", "NameError: ..."])]
+    cell.outputs = [
+        NotebookNode(
+            output_type="error",
+            ename="NameError",
+            evalue="name 'fd_grad' is not defined",
+            traceback=[f"Cell In[7], line 1\n----> 1 {hidden_line}", "NameError: ..."],
+        )
+    ]
     outputs = verdict_outputs(cell)
     assert points(outputs) == 0
     text = json.dumps(outputs, ensure_ascii=False)

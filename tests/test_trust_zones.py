@@ -23,15 +23,22 @@ AG = ROOT / "autograder"
 STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 
 ZONES = {
-    "kernel": ([AG / "__init__.py", *sorted((AG / "kernel").rglob("*.py")), *sorted((AG / "kernel_support").rglob("*.py"))],
-               {"numpy", "course_lib", "jax", "IPython"},
-               {"autograder", "autograder.protocol", "autograder.kernel", "autograder.kernel_support"}),
+    "kernel": (
+        [AG / "__init__.py", *sorted((AG / "kernel").rglob("*.py")), *sorted((AG / "kernel_support").rglob("*.py"))],
+        {"numpy", "course_lib", "jax", "IPython"},
+        {"autograder", "autograder.protocol", "autograder.kernel", "autograder.kernel_support"},
+    ),
     "protocol": ([AG / "protocol.py"], {"numpy"}, set()),
-    "confine": (sorted((AG / "confine").rglob("*.py")),
-                {"ipykernel", "jupyter_client", "nbclient", "nbformat", "nbgrader", "traitlets", "zmq"}, {"autograder.confine"}),
-    "verdict": (sorted((AG / "verdict").rglob("*.py")),
-                {"numpy", "nbgrader", "nbformat", "nbclient", "nbconvert", "traitlets", "jupyter_client", "bleach"},
-                {"autograder.protocol", "autograder.verdict", "autograder.confine"}),
+    "confine": (
+        sorted((AG / "confine").rglob("*.py")),
+        {"ipykernel", "jupyter_client", "nbclient", "nbformat", "nbgrader", "traitlets", "zmq"},
+        {"autograder.confine"},
+    ),
+    "verdict": (
+        sorted((AG / "verdict").rglob("*.py")),
+        {"numpy", "nbgrader", "nbformat", "nbclient", "nbconvert", "traitlets", "jupyter_client", "bleach"},
+        {"autograder.protocol", "autograder.verdict", "autograder.confine"},
+    ),
 }
 
 
@@ -50,8 +57,11 @@ def imported_modules(path: Path) -> set[str]:
 def _allowed(module: str, third_party: set, own: set) -> bool:
     top = module.split(".")[0]
     if top == "autograder":
-        return module == "autograder" and "autograder" in own or any(
-            module == o or module.startswith(o + ".") for o in own if o != "autograder")
+        return (
+            module == "autograder"
+            and "autograder" in own
+            or any(module == o or module.startswith(o + ".") for o in own if o != "autograder")
+        )
     return top in STDLIB or top in third_party
 
 
@@ -59,8 +69,12 @@ def _allowed(module: str, third_party: set, own: set) -> bool:
 def test_zone_imports_stay_inside_the_zone(zone):
     files, third_party, own = ZONES[zone]
     assert files, f"zone {zone} has no files"
-    bad = [f"{path.relative_to(ROOT)} imports {module}" for path in files
-           for module in sorted(imported_modules(path)) if not _allowed(module, third_party, own)]
+    bad = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in files
+        for module in sorted(imported_modules(path))
+        if not _allowed(module, third_party, own)
+    ]
     assert bad == [], "\n".join(bad)
 
 

@@ -42,6 +42,7 @@ def _finishes(fn, *args, seconds=20):
 
 # --- one submission folder -------------------------------------------------------------------------
 
+
 def _fifo(folder):
     os.mkfifo(folder / NB)
 
@@ -83,12 +84,14 @@ def _many_files(folder):
 def _named(name: bytes):
     def make(folder):
         (folder / os.fsdecode(name)).write_text(GOOD)
+
     return make
 
 
 def _notebook(data):
     def make(folder):
         (folder / NB).write_bytes(data if isinstance(data, bytes) else data.encode())
+
     return make
 
 
@@ -120,9 +123,18 @@ HOSTILE = {
     "outputs-not-a-list": (_cells({"cell_type": "code", "source": "", "metadata": {}, "outputs": "x"}), "已损坏"),
     "output-not-an-object": (_cells({"cell_type": "code", "source": "", "metadata": {}, "outputs": [1]}), "已损坏"),
     "source-not-text": (_cells({"cell_type": "code", "source": {"a": 1}, "metadata": {}}), "已损坏"),
-    "attachments-not-objects": (_cells({"cell_type": "markdown", "source": "", "metadata": {}, "attachments": {"a": 1}}), "已损坏"),
-    "grade-id-not-a-string": (_cells({"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": [1]}}}), "已损坏"),
-    "nbgrader-metadata-not-an-object": (_cells({"cell_type": "code", "source": "", "metadata": {"nbgrader": 3}}), "已损坏"),
+    "attachments-not-objects": (
+        _cells({"cell_type": "markdown", "source": "", "metadata": {}, "attachments": {"a": 1}}),
+        "已损坏",
+    ),
+    "grade-id-not-a-string": (
+        _cells({"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": [1]}}}),
+        "已损坏",
+    ),
+    "nbgrader-metadata-not-an-object": (
+        _cells({"cell_type": "code", "source": "", "metadata": {"nbgrader": 3}}),
+        "已损坏",
+    ),
 }
 
 
@@ -161,9 +173,15 @@ def test_fingerprint_changes_with_the_submission_and_ignores_link_targets(tmp_pa
     assert fingerprint(tmp_path) == digest
 
 
-@pytest.mark.parametrize("student, fragment", [
-    ("a*", "通配符"), ("x[1]", "通配符"), (os.fsdecode(b"\xffname"), "UTF-8"), ("two\nlines", "控制字符"),
-])
+@pytest.mark.parametrize(
+    "student, fragment",
+    [
+        ("a*", "通配符"),
+        ("x[1]", "通配符"),
+        (os.fsdecode(b"\xffname"), "UTF-8"),
+        ("two\nlines", "控制字符"),
+    ],
+)
 def test_odd_student_folder_names_are_refused(tmp_path, student, fragment):
     folder = tmp_path / "submitted" / student / "s04_1"
     folder.mkdir(parents=True)
@@ -215,6 +233,7 @@ def test_the_class_run_records_every_failure_and_grades_the_rest(tmp_path):
 
 
 # --- archives --------------------------------------------------------------------------------------
+
 
 def _zip(members, path=None):
     """A zip of ``{name: bytes}`` (a ZipInfo name keeps its attributes), in memory or at ``path``."""
@@ -288,10 +307,14 @@ HOSTILE_MEMBERS = {
     "bad-crc": (("crc_2021007.zip", _bad_crc()), "损坏"),
     "deeply-nested-zip": (("nest_2021008.zip", _nested(archives.MAX_NESTING)), "嵌套"),
     "control-character-name": ((f"cc_2021012\n_{NB}", GOOD), "控制字符"),
-    "tar-with-links": (("t_2021013.tar.gz", _tar([("a.ipynb", tarfile.SYMTYPE, b""),
-                                                   ("b.ipynb", tarfile.LNKTYPE, b"")])), "链接"),
-    "tar-with-fifo-and-device": (("t_2021013.tar.gz", _tar([("c.ipynb", tarfile.FIFOTYPE, b""),
-                                                             ("d.ipynb", tarfile.CHRTYPE, b"")])), "不是普通文件"),
+    "tar-with-links": (
+        ("t_2021013.tar.gz", _tar([("a.ipynb", tarfile.SYMTYPE, b""), ("b.ipynb", tarfile.LNKTYPE, b"")])),
+        "链接",
+    ),
+    "tar-with-fifo-and-device": (
+        ("t_2021013.tar.gz", _tar([("c.ipynb", tarfile.FIFOTYPE, b""), ("d.ipynb", tarfile.CHRTYPE, b"")])),
+        "不是普通文件",
+    ),
     "tar-bad-name": (("t_2021014.tar.gz", _tar([(os.fsdecode(b"\xff.ipynb"), tarfile.REGTYPE, b"{}")])), "UTF-8"),
     "gz-that-is-no-tar": (("x_2021015.gz", b"\x1f\x8b not really"), "损坏"),
 }
@@ -315,8 +338,13 @@ def test_hostile_archive_member_is_rejected_and_the_rest_unpacked(tmp_path, case
 def test_nested_archives_unpack_where_nbgrader_puts_them(tmp_path):
     (tmp_path / "archive").mkdir()
     inner = _zip([(f"s04_1/{NB}", GOOD)])
-    _zip([(f"lisi_2021002_assignsubmission_file_.zip", inner), ("t_2021013.tar.gz", _tar([(NB, tarfile.REGTYPE, b"{}")]))],
-         tmp_path / "archive" / "download.zip")
+    _zip(
+        [
+            ("lisi_2021002_assignsubmission_file_.zip", inner),
+            ("t_2021013.tar.gz", _tar([(NB, tarfile.REGTYPE, b"{}")])),
+        ],
+        tmp_path / "archive" / "download.zip",
+    )
     assert archives.extract(tmp_path / "archive", tmp_path / "extracted") == []
     out = tmp_path / "extracted" / "download"
     assert (out / "lisi_2021002_assignsubmission_file_" / "s04_1" / NB).read_text() == GOOD
@@ -351,8 +379,10 @@ def test_special_files_in_the_archive_folder_are_not_read(tmp_path):
 
 def test_rejections_are_reported_next_to_the_stray_files(tmp_path):
     (tmp_path / "archive").mkdir()
-    _zip([(OK, GOOD), HOSTILE_MEMBERS["parent-path"][0], HOSTILE_MEMBERS["corrupt-zip"][0]],
-         tmp_path / "archive" / "download.zip")
+    _zip(
+        [(OK, GOOD), HOSTILE_MEMBERS["parent-path"][0], HOSTILE_MEMBERS["corrupt-zip"][0]],
+        tmp_path / "archive" / "download.zip",
+    )
     report = CollectReport("s04_1", rejected=archives.extract(tmp_path / "archive", tmp_path / "extracted"))
     planned, report.unmatched = plan(tmp_path / "extracted", {NB})
     assert list(planned) == [("2021001", NB)]

@@ -40,9 +40,36 @@ B64_SVG = "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIG9ubG9hZD0iYWxlc
 
 # --- what counts as active in a rendered page ------------------------------------------------------
 
-ACTIVE_TAGS = {"script", "iframe", "frame", "frameset", "object", "embed", "applet", "svg", "math", "base", "form",
-               "link", "meta", "style", "template", "noscript"}
-URL_ATTRIBUTES = {"href", "src", "action", "formaction", "data", "xlink:href", "poster", "background", "srcset", "srcdoc"}
+ACTIVE_TAGS = {
+    "script",
+    "iframe",
+    "frame",
+    "frameset",
+    "object",
+    "embed",
+    "applet",
+    "svg",
+    "math",
+    "base",
+    "form",
+    "link",
+    "meta",
+    "style",
+    "template",
+    "noscript",
+}
+URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "data",
+    "xlink:href",
+    "poster",
+    "background",
+    "srcset",
+    "srcdoc",
+}
 RASTER = re.compile(r"data:image/(png|jpeg|gif|webp)[;,]")
 
 
@@ -97,8 +124,10 @@ EXPORTERS = {name: HTMLExporter(template_name=name) for name in ("classic", "lab
 
 
 def _render(nb) -> dict:
-    return {name: exporter.from_notebook_node(nbformat.from_dict(copy.deepcopy(nb)))[0]
-            for name, exporter in EXPORTERS.items()}
+    return {
+        name: exporter.from_notebook_node(nbformat.from_dict(copy.deepcopy(nb)))[0]
+        for name, exporter in EXPORTERS.items()
+    }
 
 
 BASELINE = {name: active(page) for name, page in _render(new_notebook()).items()}
@@ -113,6 +142,7 @@ def student_active(nb) -> Counter:
 
 
 # --- the active forms ------------------------------------------------------------------------------
+
 
 def _display(data, metadata=None):
     return new_code_cell("x", outputs=[new_output("display_data", data=data, metadata=metadata or {})])
@@ -136,8 +166,12 @@ ACTIVE_FORMS = {
     "html-vbscript-url": _display({"text/html": "<a href='VBScript:msgbox(1)'>x</a>"}),
     "html-data-html-url": _display({"text/html": "<a href='data:text/html;base64,PHNjcmlwdD4='>x</a>"}),
     "html-svg-script": _display({"text/html": SVG_SCRIPT}),
-    "html-style-expression": _display({"text/html": "<style>p{background:url(javascript:alert(1))}</style>"
-                                                    "<p style='width:expression(alert(1))'>x</p>"}),
+    "html-style-expression": _display(
+        {
+            "text/html": "<style>p{background:url(javascript:alert(1))}</style>"
+            "<p style='width:expression(alert(1))'>x</p>"
+        }
+    ),
     "html-meta-refresh": _display({"text/html": "<meta http-equiv=refresh content='0;url=javascript:alert(1)'>"}),
     "html-form-action": _display({"text/html": "<form><button formaction='javascript:alert(1)'>x</button></form>"}),
     "html-isolated-iframe": _display({"text/html": "<b>x</b>"}, {"text/html": {"isolated": True}}),
@@ -161,8 +195,10 @@ DEFENCE_IN_DEPTH = {
     "widget-view": _display({"application/vnd.jupyter.widget-view+json": {"model_id": "m", "version_major": 2}}),
     "raw-script": new_raw_cell("<script>alert(1)</script>"),
     "png-attribute-injection": _display({"image/png": 'x" onerror="alert(1)'}),
-    "image-filenames": _display({"image/png": PNG}, {"image/png": {"width": "1 onerror=alert(1)"},
-                                                     "filenames": {"image/png": "javascript:alert(1)"}}),
+    "image-filenames": _display(
+        {"image/png": PNG},
+        {"image/png": {"width": "1 onerror=alert(1)"}, "filenames": {"image/png": "javascript:alert(1)"}},
+    ),
 }
 
 
@@ -201,16 +237,23 @@ def test_escaped_attempts_stay_visible_as_text():
 # --- what must survive -----------------------------------------------------------------------------
 
 TABLE = "<table><thead><tr><th>ε</th><th>误差</th></tr></thead><tbody><tr><td>1e-6</td><td>3.2e-10</td></tr></tbody></table>"
-ANSWER_MD = ("误差在 $\\epsilon<10^{-8}$ 时被舍入误差主导：\n\n$$\\begin{aligned} e &= a\\epsilon + b/\\epsilon \\end{aligned}$$\n\n"
-             "> 见 S04.1.2\n\n| ε | 误差 |\n|:-:|--:|\n| 1e-6 | 3e-10 |\n\n# 结论\n\n- [x] 已验证\n\n"
-             "```python\nx = 1 < 2\n```\n\n[参考](https://example.com) ![图](attachment:fig.png)")
+ANSWER_MD = (
+    "误差在 $\\epsilon<10^{-8}$ 时被舍入误差主导：\n\n$$\\begin{aligned} e &= a\\epsilon + b/\\epsilon \\end{aligned}$$\n\n"
+    "> 见 S04.1.2\n\n| ε | 误差 |\n|:-:|--:|\n| 1e-6 | 3e-10 |\n\n# 结论\n\n- [x] 已验证\n\n"
+    "```python\nx = 1 < 2\n```\n\n[参考](https://example.com) ![图](attachment:fig.png)"
+)
 HARMLESS = [
     _display({"text/html": TABLE, "text/plain": "table"}),
     _display({"image/png": PNG, "text/plain": "<Figure>"}, {"image/png": {"width": 200, "height": 100}}),
-    new_code_cell("x", outputs=[new_output("stream", name="stdout", text="a < b & c\n"),
-                                new_output("error", ename="ValueError", evalue="坏", traceback=["ValueError: 坏"]),
-                                new_output("execute_result", data={"text/plain": "3.0"}, execution_count=4)],
-                  execution_count=4),
+    new_code_cell(
+        "x",
+        outputs=[
+            new_output("stream", name="stdout", text="a < b & c\n"),
+            new_output("error", ename="ValueError", evalue="坏", traceback=["ValueError: 坏"]),
+            new_output("execute_result", data={"text/plain": "3.0"}, execution_count=4),
+        ],
+        execution_count=4,
+    ),
     _display({"text/latex": "$x^2 < 1$", "text/markdown": "**粗体** $a<b$"}),
     _markdown(ANSWER_MD, {"fig.png": {"image/png": PNG}}),
     _markdown("<b>粗体</b>与<sub>下标</sub>"),
@@ -232,12 +275,14 @@ def test_sanitising_twice_changes_nothing():
 
 def test_errors_stay_errors_so_graded_cells_keep_their_score():
     broken = {"output_type": "error", "ename": 3, "evalue": None, "traceback": [1, {"x": 2}]}
-    nb = sanitize_notebook({"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": [broken]}],
-                            "metadata": {}})
+    nb = sanitize_notebook(
+        {"cells": [{"cell_type": "code", "source": "x", "metadata": {}, "outputs": [broken]}], "metadata": {}}
+    )
     assert [o.output_type for o in nb["cells"][0]["outputs"]] == ["error"]
 
 
 # --- odd input -------------------------------------------------------------------------------------
+
 
 def _raw_code(**fields):
     return {"cell_type": "code", "source": "x", "metadata": {}, "execution_count": None, "outputs": [], **fields}
@@ -250,15 +295,26 @@ ODD_CELLS = {
     "unknown-output-type": _raw_code(outputs=[{"output_type": "html", "data": {"text/html": "<script>"}}]),
     "no-data": _raw_code(outputs=[{"output_type": "display_data"}]),
     "data-not-a-dict": _raw_code(outputs=[{"output_type": "display_data", "data": "<script>", "metadata": {}}]),
-    "html-not-a-string": _raw_code(outputs=[{"output_type": "display_data", "data": {"text/html": 42}, "metadata": {}}]),
-    "html-lines": _raw_code(outputs=[{"output_type": "display_data", "data": {"text/html": ["<b>a", "</b><script>"]},
-                                      "metadata": "x"}]),
+    "html-not-a-string": _raw_code(
+        outputs=[{"output_type": "display_data", "data": {"text/html": 42}, "metadata": {}}]
+    ),
+    "html-lines": _raw_code(
+        outputs=[{"output_type": "display_data", "data": {"text/html": ["<b>a", "</b><script>"]}, "metadata": "x"}]
+    ),
     "png-not-a-string": _raw_code(outputs=[{"output_type": "display_data", "data": {"image/png": {"a": 1}}}]),
-    "stream-odd": _raw_code(outputs=[{"output_type": "stream", "name": "<script>", "text": None},
-                                     {"output_type": "stream", "name": "stdout", "text": ["a\n", "b\n"]}]),
+    "stream-odd": _raw_code(
+        outputs=[
+            {"output_type": "stream", "name": "<script>", "text": None},
+            {"output_type": "stream", "name": "stdout", "text": ["a\n", "b\n"]},
+        ]
+    ),
     "error-odd": _raw_code(outputs=[{"output_type": "error", "traceback": None}]),
-    "execution-count-odd": _raw_code(execution_count="<script>", outputs=[
-        {"output_type": "execute_result", "execution_count": "<b>", "data": {"text/plain": "1"}, "metadata": {}}]),
+    "execution-count-odd": _raw_code(
+        execution_count="<script>",
+        outputs=[
+            {"output_type": "execute_result", "execution_count": "<b>", "data": {"text/plain": "1"}, "metadata": {}}
+        ],
+    ),
     "deep-html": _raw_code(outputs=[{"output_type": "display_data", "data": {"text/html": "<div>" * 8000}}]),
     "huge-html": _raw_code(outputs=[{"output_type": "display_data", "data": {"text/html": "<b>x</b>" * 30_000}}]),
     "markdown-none": {"cell_type": "markdown", "source": None, "metadata": {}},
@@ -267,8 +323,12 @@ ODD_CELLS = {
     "markdown-huge": {"cell_type": "markdown", "source": "<b>长</b>" * 30_000, "metadata": {}},
     "markdown-missing-attachment": {"cell_type": "markdown", "source": "![x](attachment:nope.png)", "metadata": {}},
     "attachments-not-a-dict": {"cell_type": "markdown", "source": "x", "metadata": {}, "attachments": "<svg>"},
-    "attachment-not-a-dict": {"cell_type": "markdown", "source": "![x](attachment:a.png)", "metadata": {},
-                              "attachments": {"a.png": "<svg>", "b.png": {"image/png": "not base64!"}}},
+    "attachment-not-a-dict": {
+        "cell_type": "markdown",
+        "source": "![x](attachment:a.png)",
+        "metadata": {},
+        "attachments": {"a.png": "<svg>", "b.png": {"image/png": "not base64!"}},
+    },
     "raw-not-a-string": {"cell_type": "raw", "source": {"x": 1}, "metadata": {}},
 }
 
@@ -291,8 +351,11 @@ def test_odd_notebooks_never_raise():
 
 def test_code_sources_and_nbgrader_metadata_are_not_touched():
     meta = {"nbgrader": {"grade_id": "g", "solution": True, "grade": False, "locked": False}}
-    cell = new_code_cell("print('<script>alert(1)</script>')", metadata=meta,
-                         outputs=[new_output("display_data", data={"text/html": "<script>alert(1)</script>"})])
+    cell = new_code_cell(
+        "print('<script>alert(1)</script>')",
+        metadata=meta,
+        outputs=[new_output("display_data", data={"text/html": "<script>alert(1)</script>"})],
+    )
     nb = sanitize_notebook(new_notebook(cells=[cell]))
     assert nb.cells[0].source == "print('<script>alert(1)</script>')" and nb.cells[0].metadata == meta
 

@@ -41,7 +41,7 @@ from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
 from autograder.authoring.sources import check_points
 from autograder.verdict.compare import NONFINITE, tolerance
-from autograder.verdict.data import DATA_DIR, load
+from autograder.verdict.data import DATA_DIR
 
 #: the stored tolerance is at least this many times the measured spread: the variants imitate other
 #: machines but are not all of them (an AVX-512 machine reorders sums in ways an AVX2 one cannot
@@ -76,11 +76,16 @@ def _components(check: Check, value):
 
 def compute_cases(check: Check) -> list[dict]:
     """Per hidden case of ``check``: its inputs, expected values and known-mistake values (JSON-ready)."""
-    return [{
-        "inputs": _plain(inputs),
-        "expected": _plain(_components(check, check.reference(**inputs))),
-        "mistakes": {name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())},
-    } for inputs in check.cases()]
+    return [
+        {
+            "inputs": _plain(inputs),
+            "expected": _plain(_components(check, check.reference(**inputs))),
+            "mistakes": {
+                name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())
+            },
+        }
+        for inputs in check.cases()
+    ]
 
 
 def derived_rtol(key: str, output: Output, spread: float) -> float:
@@ -88,15 +93,19 @@ def derived_rtol(key: str, output: Output, spread: float) -> float:
     widened to :data:`SAFETY` x the measured ``spread`` of correct answers."""
     if output.kind == "integer":
         if spread:
-            raise ToleranceError(f"{key}, output {output.label!r}: an integer output differs between machines "
-                                 f"(relative spread {spread:.1e}); a correct answer would lose points elsewhere")
+            raise ToleranceError(
+                f"{key}, output {output.label!r}: an integer output differs between machines "
+                f"(relative spread {spread:.1e}); a correct answer would lose points elsewhere"
+            )
         return 0.0
     base = tolerance(output.kind) if output.rtol is None else float(output.rtol)
     wanted = spread_.round_up(SAFETY * spread)
     if wanted > max(base, MAX_WIDENED_RTOL):
-        raise ToleranceError(f"{key}, output {output.label!r}: correct answers spread by {spread:.1e} (relative) "
-                             f"between machines, which would need a tolerance of {wanted:.1e}; make the check stable "
-                             "(other hidden inputs, a stated band or a property) before grading with it")
+        raise ToleranceError(
+            f"{key}, output {output.label!r}: correct answers spread by {spread:.1e} (relative) "
+            f"between machines, which would need a tolerance of {wanted:.1e}; make the check stable "
+            "(other hidden inputs, a stated band or a property) before grading with it"
+        )
     return max(base, wanted)
 
 
@@ -118,8 +127,10 @@ def _distance_ratio(expected, value, rtol: float, atol: float) -> float:
 def mistake_ratio(case: dict, name: str, outputs: list[dict]) -> float:
     """How far mistake ``name`` lies from the reference on one hidden case, in tolerances: the largest
     :func:`_distance_ratio` over the outputs (a case passes only when every output passes)."""
-    return max(_distance_ratio(case["expected"][j], case["mistakes"][name][j], o["rtol"], o.get("atol", 0.0))
-               for j, o in enumerate(outputs))
+    return max(
+        _distance_ratio(case["expected"][j], case["mistakes"][name][j], o["rtol"], o.get("atol", 0.0))
+        for j, o in enumerate(outputs)
+    )
 
 
 def tolerance_problems(key: str, outputs: list[dict], cases: list[dict]) -> list[str]:
@@ -136,33 +147,49 @@ def tolerance_problems(key: str, outputs: list[dict], cases: list[dict]) -> list
             ratio = mistake_ratio(case, name, outputs)
             if 1.0 / OVERLAP < ratio <= OVERLAP:
                 bands = ", ".join(f"{o['label']!r}: rtol {o['rtol']:.1e} (spread {o['spread']:.1e})" for o in outputs)
-                problems.append(f"hidden case {i}: mistake {name!r} lies {ratio:.3g} tolerances from the reference "
-                                f"(must be below {1 / OVERLAP:g} or above {OVERLAP:g}); {bands}")
+                problems.append(
+                    f"hidden case {i}: mistake {name!r} lies {ratio:.3g} tolerances from the reference "
+                    f"(must be below {1 / OVERLAP:g} or above {OVERLAP:g}); {bands}"
+                )
     return problems
 
 
 def uncaught_mistakes(key: str, spec: dict) -> list[str]:
     """Catalogued mistakes of a stored check that pass every hidden case (they cost no points here)."""
     names = spec["cases"][0]["mistakes"] if spec["cases"] else {}
-    return [f"{key}: mistake {name!r} passes every hidden case" for name in names
-            if all(mistake_ratio(case, name, spec["outputs"]) <= 1.0 for case in spec["cases"])]
+    return [
+        f"{key}: mistake {name!r} passes every hidden case"
+        for name in names
+        if all(mistake_ratio(case, name, spec["outputs"]) <= 1.0 for case in spec["cases"])
+    ]
 
 
 def check_data(check: Check, cases: list[dict], spreads: list[float], points: float) -> dict:
     """The stored entry of ``check`` (worth ``points``, as its graded cell says); raises
     :class:`ToleranceError` when its tolerances overlap a mistake."""
-    outputs = [{"label": o.label, "kind": o.kind, "stated_rtol": o.rtol, "spread": s,
-                "rtol": derived_rtol(check.key, o, s), "atol": float(o.atol)}
-               for o, s in zip(check.outputs, spreads, strict=True)]
+    outputs = [
+        {
+            "label": o.label,
+            "kind": o.kind,
+            "stated_rtol": o.rtol,
+            "spread": s,
+            "rtol": derived_rtol(check.key, o, s),
+            "atol": float(o.atol),
+        }
+        for o, s in zip(check.outputs, spreads, strict=True)
+    ]
     problems = tolerance_problems(check.key, outputs, cases)
     if problems:
-        raise ToleranceError(f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  "
-                             + "\n  ".join(problems))
+        raise ToleranceError(
+            f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  " + "\n  ".join(problems)
+        )
     return {
         "points": points,
         "outputs": outputs,
-        "messages": {**{name: m.message for name, m in sorted(check.mistakes.items())},
-                     **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {})},
+        "messages": {
+            **{name: m.message for name, m in sorted(check.mistakes.items())},
+            **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {}),
+        },
         "cases": cases,
     }
 
@@ -195,13 +222,24 @@ def _spreads(checks: list[Check], cases: dict, measure: bool, spread_from: Path,
     spreads = {} if measure else {c.key: stored_spread(c, len(cases[c.key]), spread_from) for c in checks}
     missing = [c for c in checks if spreads.get(c.key) is None]
     if missing:
-        spreads.update(spread_.measure({c.key: [case["inputs"] for case in cases[c.key]] for c in missing},
-                                       {c.key: [case["expected"] for case in cases[c.key]] for c in missing}, variants))
+        spreads.update(
+            spread_.measure(
+                {c.key: [case["inputs"] for case in cases[c.key]] for c in missing},
+                {c.key: [case["expected"] for case in cases[c.key]] for c in missing},
+                variants,
+            )
+        )
     return spreads
 
 
-def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPUTS_DIR, measure: bool = False,
-               spread_from: Path = DATA_DIR, variants: dict | None = None) -> list[Path]:
+def regenerate(
+    exercises=None,
+    out_dir: Path = DATA_DIR,
+    inputs_dir: Path = INPUTS_DIR,
+    measure: bool = False,
+    spread_from: Path = DATA_DIR,
+    variants: dict | None = None,
+) -> list[Path]:
     """Write ``<exercise>.json`` (data and inputs) for the given exercises (all by default); returns the data paths.
 
     Args:
@@ -222,9 +260,13 @@ def regenerate(exercises=None, out_dir: Path = DATA_DIR, inputs_dir: Path = INPU
     for exercise in chosen:
         points = check_points(exercise)
         if points.keys() != {c.name for c in by_exercise[exercise]}:
-            raise ValueError(f"{exercise}: the graded cells grade {sorted(points)}, the spec declares "
-                             f"{sorted(c.name for c in by_exercise[exercise])}")
-        data[exercise] = {c.name: check_data(c, cases[c.key], spreads[c.key], points[c.name]) for c in by_exercise[exercise]}
+            raise ValueError(
+                f"{exercise}: the graded cells grade {sorted(points)}, the spec declares "
+                f"{sorted(c.name for c in by_exercise[exercise])}"
+            )
+        data[exercise] = {
+            c.name: check_data(c, cases[c.key], spreads[c.key], points[c.name]) for c in by_exercise[exercise]
+        }
     out_dir.mkdir(parents=True, exist_ok=True)
     inputs_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -269,8 +311,12 @@ INPUT_RTOL = 1e-9
 def _numbers_agree(a, b, rtol: float) -> bool:
     """JSON values ``a`` and ``b`` equal, except that numbers may differ by ``rtol`` of their array's magnitude."""
     if isinstance(a, dict) or isinstance(b, dict):
-        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(
-            _numbers_agree(a[k], b[k], rtol) for k in a)
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_numbers_agree(a[k], b[k], rtol) for k in a)
+        )
     if isinstance(a, str) or isinstance(b, str):
         return a == b
     try:
@@ -294,7 +340,11 @@ def disagreements(committed: dict, fresh: dict) -> list[str]:
     for name, old in committed.items():
         new = fresh[name]
         strip = lambda outs: [{k: v for k, v in o.items() if k not in ("spread", "rtol")} for o in outs]  # noqa: E731
-        if (old["points"], old["messages"], strip(old["outputs"])) != (new["points"], new["messages"], strip(new["outputs"])):
+        if (old["points"], old["messages"], strip(old["outputs"])) != (
+            new["points"],
+            new["messages"],
+            strip(new["outputs"]),
+        ):
             problems.append(f"{name}: points, messages or output kinds differ")
             continue
         if len(old["cases"]) != len(new["cases"]):
@@ -306,9 +356,13 @@ def disagreements(committed: dict, fresh: dict) -> list[str]:
             if a["mistakes"].keys() != b["mistakes"].keys():
                 problems.append(f"{name}, case {i}: catalogued mistakes differ")
                 continue
-            for label, old_values, new_values in [("expected", a["expected"], b["expected"]),
-                                                  *((m, a["mistakes"][m], b["mistakes"][m]) for m in a["mistakes"])]:
+            for label, old_values, new_values in [
+                ("expected", a["expected"], b["expected"]),
+                *((m, a["mistakes"][m], b["mistakes"][m]) for m in a["mistakes"]),
+            ]:
                 for j, output in enumerate(old["outputs"]):
                     if not _numbers_agree(old_values[j], new_values[j], output["rtol"]):
-                        problems.append(f"{name}, case {i}, {label}, output {output['label']!r}: beyond rtol {output['rtol']:.1e}")
+                        problems.append(
+                            f"{name}, case {i}, {label}, output {output['label']!r}: beyond rtol {output['rtol']:.1e}"
+                        )
     return problems

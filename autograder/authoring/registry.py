@@ -121,8 +121,9 @@ class Exercise:
         if len(set(names)) != len(names):
             raise ValueError(f"{self.id}: a check is declared twice in {names}")
         object.__setattr__(self, "checks", tuple(dataclasses.replace(c, exercise=self.id) for c in self.checks))
-        object.__setattr__(self, "wrong_answers",
-                           tuple(dataclasses.replace(w, exercise=self.id) for w in self.wrong_answers))
+        object.__setattr__(
+            self, "wrong_answers", tuple(dataclasses.replace(w, exercise=self.id) for w in self.wrong_answers)
+        )
 
 
 def exercises() -> dict[str, Exercise]:

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import nbformat
 
-FORBIDDEN_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "autograder.grade", "参考答案与评分细则")
+FORBIDDEN_MARKERS = (
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "autograder.grade",
+    "参考答案与评分细则",
+)
 
 
 def _solution_lines(source_nb) -> set[str]:

@@ -79,8 +79,11 @@ def source_path(exercise: str, course_dir: Path | None = None) -> Path:
 def _cells(path: Path) -> dict[str, tuple[str, dict]]:
     """``{grade_id: (source, nbgrader metadata and the cell type)}`` of one source ``.md``."""
     nb = jupytext.read(path)
-    return {cell.metadata["nbgrader"]["grade_id"]: (cell.source, {**cell.metadata["nbgrader"], "cell_type": cell.cell_type})
-            for cell in nb.cells if "nbgrader" in cell.metadata}
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: (cell.source, {**cell.metadata["nbgrader"], "cell_type": cell.cell_type})
+        for cell in nb.cells
+        if "nbgrader" in cell.metadata
+    }
 
 
 def cell_source(exercise: str, grade_id: str) -> str:
@@ -119,7 +122,9 @@ def check_points(exercise: str) -> dict[str, float]:
             continue
         calls = GRADE_CALL.findall(source)
         if len(calls) != 1 or calls[0][0] != exercise:
-            raise ValueError(f"{exercise}/{gid}: a graded cell calls exactly one check of its own exercise, found {calls}")
+            raise ValueError(
+                f"{exercise}/{gid}: a graded cell calls exactly one check of its own exercise, found {calls}"
+            )
         name = calls[0][1]
         if name in points:
             raise ValueError(f"{exercise}: check {name} is graded in two cells")
@@ -129,8 +134,12 @@ def check_points(exercise: str) -> dict[str, float]:
 
 def _constant(node: ast.expr):
     """The value of a literal, or of ``cl.SomeParams(<literal keywords>)``; ``ValueError`` otherwise."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and node.func.value.id == "cl":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "cl"
+    ):
         import course_lib
 
         args = [ast.literal_eval(a) for a in node.args]

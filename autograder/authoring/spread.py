@@ -56,7 +56,10 @@ _PERTURB = {"inputs moved by up to 4 ulps": {PERTURB_ENV: "4"}}
 #: spread was at most 6e-16, below that of these variants.
 X86_VARIANTS = {
     "sse4.2, OpenBLAS Sandybridge, numpy x86-64-v2": {
-        "OPENBLAS_CORETYPE": "Sandybridge", "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2", "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"},
+        "OPENBLAS_CORETYPE": "Sandybridge",
+        "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+    },
     "avx, OpenBLAS Nehalem": {"OPENBLAS_CORETYPE": "Nehalem", "XLA_FLAGS": "--xla_cpu_max_isa=AVX"},
     **_PERTURB,
 }
@@ -89,7 +92,7 @@ def round_up(x: float, digits: int = 2) -> float:
     if x <= 0 or not math.isfinite(x):
         return float(x)
     exponent = math.floor(math.log10(x)) - (digits - 1)
-    mantissa = math.ceil(round(x / 10.0 ** exponent, 9))
+    mantissa = math.ceil(round(x / 10.0**exponent, 9))
     return float(f"{mantissa}e{exponent}")
 
 
@@ -111,8 +114,13 @@ def spread_of(expected_cases, variant_cases) -> list[float]:
 
 def _run_variant(index: int, name: str, env: dict, request: Path) -> dict:
     out = request.with_name(f"variant-{index}.json")
-    proc = subprocess.run([sys.executable, "-m", "autograder.authoring.spread", str(request), str(out)],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=_WORKER_TIMEOUT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder.authoring.spread", str(request), str(out)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=_WORKER_TIMEOUT_S,
+    )
     if proc.returncode != 0:
         raise SpreadError(f"spread variant {name!r} ({env}) failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(out.read_text(encoding="utf-8"))

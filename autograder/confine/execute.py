@@ -32,8 +32,10 @@ from traitlets import Float
 from autograder.confine.kernel import confined_kernel
 from autograder.confine.limits import DEFAULT_LIMITS
 
-KERNEL_DIED = ("内核在执行这个单元时意外退出（例如调用了 os._exit 等强制退出、段错误，"
-               "或超出了评分时的内存、CPU 时间或进程数上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。")
+KERNEL_DIED = (
+    "内核在执行这个单元时意外退出（例如调用了 os._exit 等强制退出、段错误，"
+    "或超出了评分时的内存、CPU 时间或进程数上限）。之前单元的得分保留；之后的单元都没有执行，计 0 分。"
+)
 NOT_RUN = "没有执行：内核在前面的单元里意外退出（见上方第一个报错的单元）。"
 TIMED_OUT = "CellTimeoutError"
 
@@ -51,9 +53,12 @@ class SafeExecute(Execute):
     """``Execute`` in the confined kernel, with time budgets, turning a dead kernel into per-cell errors."""
 
     limits = DEFAULT_LIMITS
-    notebook_budget_s = Float(DEFAULT_LIMITS.notebook_budget_s, help="Seconds for all cells of one notebook.").tag(config=True)
-    submission_budget_s = Float(DEFAULT_LIMITS.submission_budget_s,
-                                help="Seconds for all notebooks of one student's assignment.").tag(config=True)
+    notebook_budget_s = Float(DEFAULT_LIMITS.notebook_budget_s, help="Seconds for all cells of one notebook.").tag(
+        config=True
+    )
+    submission_budget_s = Float(
+        DEFAULT_LIMITS.submission_budget_s, help="Seconds for all notebooks of one student's assignment."
+    ).tag(config=True)
     #: seconds already spent per (student, assignment) in this nbgrader process
     _spent: dict = {}
 
@@ -83,9 +88,11 @@ class SafeExecute(Execute):
 
     def _budget_reason(self) -> str:
         spent = self._spent.get(self._submission, 0.0)
-        which = (f"整份作业（同一节的所有 notebook）共 {self.submission_budget_s:.0f} 秒"
-                 if spent + self.notebook_budget_s > self.submission_budget_s
-                 else f"这个 notebook 共 {self.notebook_budget_s:.0f} 秒")
+        which = (
+            f"整份作业（同一节的所有 notebook）共 {self.submission_budget_s:.0f} 秒"
+            if spent + self.notebook_budget_s > self.submission_budget_s
+            else f"这个 notebook 共 {self.notebook_budget_s:.0f} 秒"
+        )
         late = f"超时的单元：{'、'.join(self._timed_out)}。" if self._timed_out else ""
         return f"没有执行：评分时间上限（{which}）已经用完。{late}之前单元的得分保留。"
 

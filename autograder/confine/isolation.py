@@ -75,14 +75,16 @@ def processes_of(uid: int) -> list[int]:
 
 # kill(-1, SIGKILL) as the kernel's user reaches every process of that user in one pass, which a loop of
 # forks cannot outrun; the helper is a fresh interpreter because fork() in a threaded grader is unsafe.
-_KILL_AS = ("import os, signal, sys\n"
-            "uid = int(sys.argv[1])\n"
-            "os.setgroups([]); os.setgid(uid); os.setuid(uid)\n"
-            "for _ in range(100):\n"
-            "    try:\n"
-            "        os.kill(-1, signal.SIGKILL)\n"
-            "    except ProcessLookupError:\n"
-            "        break\n")
+_KILL_AS = (
+    "import os, signal, sys\n"
+    "uid = int(sys.argv[1])\n"
+    "os.setgroups([]); os.setgid(uid); os.setuid(uid)\n"
+    "for _ in range(100):\n"
+    "    try:\n"
+    "        os.kill(-1, signal.SIGKILL)\n"
+    "    except ProcessLookupError:\n"
+    "        break\n"
+)
 
 
 def kill_all_of(uid: int, timeout_s: float = 10.0) -> list[int]:
@@ -92,8 +94,13 @@ def kill_all_of(uid: int, timeout_s: float = 10.0) -> list[int]:
         alive = processes_of(uid)
         if not alive or time.monotonic() > deadline:
             return alive
-        subprocess.run([sys.executable, "-I", "-S", "-c", _KILL_AS, str(uid)], timeout=timeout_s,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _KILL_AS, str(uid)],
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(0.02)  # zombies of killed processes leave /proc when their parents reap them
 
 
@@ -137,16 +144,20 @@ def make_traversable(paths, uid: int) -> None:
         folder = min(blocked, key=lambda p: len(p.parts))
         stash = Path(tempfile.mkdtemp(prefix="s04-stash-"))
         _check(_libc.mount(str(folder).encode(), str(stash).encode(), None, _MS_BIND | _MS_REC, None), f"bind {folder}")
-        _check(_libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0711"),
-               f"tmpfs over {folder}")
+        _check(
+            _libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0711"),
+            f"tmpfs over {folder}",
+        )
         for name in sorted(blocked[folder]):
             original, mount_point = stash / name, folder / name
             if original.is_dir():
                 mount_point.mkdir()
             else:
                 mount_point.touch()
-            _check(_libc.mount(str(original).encode(), str(mount_point).encode(), None, _MS_BIND | _MS_REC, None),
-                   f"bind {mount_point}")
+            _check(
+                _libc.mount(str(original).encode(), str(mount_point).encode(), None, _MS_BIND | _MS_REC, None),
+                f"bind {mount_point}",
+            )
         _check(_libc.umount2(str(stash).encode(), _MNT_DETACH), f"umount {stash}")
         stash.rmdir()
     raise OSError(f"could not make {paths} reachable for an unprivileged user")

@@ -40,8 +40,12 @@ class ConfinedKernelManager(AsyncKernelManager):
 
     @property
     def kernel_spec(self) -> KernelSpec:
-        return KernelSpec(argv=[*self.launcher_argv, "-f", "{connection_file}"], language="python",
-                          display_name="Python 3 (grading, confined)", env={})
+        return KernelSpec(
+            argv=[*self.launcher_argv, "-f", "{connection_file}"],
+            language="python",
+            display_name="Python 3 (grading, confined)",
+            env={},
+        )
 
     def client(self, **kwargs):
         context = zmq.asyncio.Context()
@@ -51,12 +55,24 @@ class ConfinedKernelManager(AsyncKernelManager):
 
 
 def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits) -> list[str]:
-    return [sys.executable, "-m", "autograder.confine.launcher", "--scratch", str(scratch),
-            *(["--uid", str(uid)] if uid is not None else []),
-            *(["--exercise", exercise] if exercise else []),
-            "--memory-bytes", str(limits.memory_bytes), "--file-bytes", str(limits.file_bytes),
-            "--cpu-seconds", str(limits.cpu_seconds), "--max-processes", str(limits.max_processes),
-            *([] if limits.sandbox else ["--no-sandbox"])]
+    return [
+        sys.executable,
+        "-m",
+        "autograder.confine.launcher",
+        "--scratch",
+        str(scratch),
+        *(["--uid", str(uid)] if uid is not None else []),
+        *(["--exercise", exercise] if exercise else []),
+        "--memory-bytes",
+        str(limits.memory_bytes),
+        "--file-bytes",
+        str(limits.file_bytes),
+        "--cpu-seconds",
+        str(limits.cpu_seconds),
+        "--max-processes",
+        str(limits.max_processes),
+        *([] if limits.sandbox else ["--no-sandbox"]),
+    ]
 
 
 @contextmanager
@@ -65,9 +81,14 @@ def confined_kernel(exercise: str, limits: Limits, **manager_options):
     require_sandbox(limits)
     uid = isolation.pick_uid() if limits.sandbox and isolation.is_root() else None
     scratch = isolation.prepare_scratch(uid)
-    km = ConfinedKernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel"),
-                               connection_file=str(scratch / "connection.json"), autorestart=False,
-                               **manager_options)
+    km = ConfinedKernelManager(
+        kernel_name="python3",
+        transport="ipc",
+        ip=str(scratch / "kernel"),
+        connection_file=str(scratch / "connection.json"),
+        autorestart=False,
+        **manager_options,
+    )
     km.launcher_argv = launcher_argv(scratch, uid, exercise, limits)
     try:
         yield km

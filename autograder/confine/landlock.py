@@ -46,8 +46,13 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the onl
 
 ROOT = Path(__file__).resolve().parents[2]
 #: repository files a grading kernel needs besides course_lib (the capture side of autograder)
-KERNEL_READABLE = ("autograder/__init__.py", "autograder/protocol.py", "autograder/kernel", "course_lib",
-                   "autograder/kernel_support/__init__.py")
+KERNEL_READABLE = (
+    "autograder/__init__.py",
+    "autograder/protocol.py",
+    "autograder/kernel",
+    "course_lib",
+    "autograder/kernel_support/__init__.py",
+)
 SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
 # no /opt, /srv or /home: a course folder kept there would become readable (the interpreter and venv are added explicitly)
 SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys")
@@ -56,8 +61,11 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -106,8 +114,13 @@ def _add_rule(ruleset_fd: int, path: Path, rights: int, handled: int) -> None:
         if not os.path.isdir(path):
             rights &= FILE_RIGHTS
         attr = _PathBeneathAttr(rights & handled, fd)
-        _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset_fd), ctypes.c_int(_RULE_PATH_BENEATH),
-                 ctypes.byref(attr), ctypes.c_uint32(0))
+        _syscall(
+            _SYS_ADD_RULE,
+            ctypes.c_int(ruleset_fd),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            ctypes.byref(attr),
+            ctypes.c_uint32(0),
+        )
     finally:
         os.close(fd)
 

@@ -28,8 +28,20 @@ from pathlib import Path
 from autograder.confine import isolation, landlock
 
 #: environment variables a grading kernel keeps; everything else (tokens, passwords, proxies) is dropped
-ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-               "MKL_NUM_THREADS", "XLA_FLAGS", "PYTHONHASHSEED", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES")
+ENV_ALLOWED = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "XLA_FLAGS",
+    "PYTHONHASHSEED",
+    "VIRTUAL_ENV",
+    "CUDA_VISIBLE_DEVICES",
+)
 ENV_ALLOWED_PREFIXES = ("LC_", "JAX_")
 
 

@@ -44,9 +44,11 @@ DEFAULT_LIMITS = Limits()
 def require_sandbox(limits: Limits = DEFAULT_LIMITS) -> None:
     """Refuse to grade when the sandbox is on but this Linux kernel cannot provide it."""
     if limits.sandbox and landlock.abi_version() < 1:
-        raise RuntimeError("this Linux kernel has no Landlock, so grading kernels cannot be sandboxed and student "
-                           "code could read the reference data. Grade on Linux >= 5.13 with Landlock, or set "
-                           "S04_GRADING_SANDBOX=off to grade WITHOUT tamper resistance.")
+        raise RuntimeError(
+            "this Linux kernel has no Landlock, so grading kernels cannot be sandboxed and student "
+            "code could read the reference data. Grade on Linux >= 5.13 with Landlock, or set "
+            "S04_GRADING_SANDBOX=off to grade WITHOUT tamper resistance."
+        )
 
 
 def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:

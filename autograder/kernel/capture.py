@@ -60,7 +60,11 @@ def _run_case(fn, raw_inputs) -> dict:
         return {"status": "not_implemented"}
     except Exception as exc:  # the student's code failed: record it, the verdict reports it
         frames = traceback.extract_tb(exc.__traceback__)
-        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:500], "line": frames[-1].lineno if frames else 0}
+        return {
+            "status": "error",
+            "error": f"{type(exc).__name__}: {exc}"[:500],
+            "line": frames[-1].lineno if frames else 0,
+        }
     return {"status": "ok", "value": encode(value)}
 
 
@@ -73,5 +77,10 @@ def grade(exercise: str, name: str, student_fn) -> None:
         results = [_run_case(student_fn, raw) for raw in cases]
     else:
         results = [{"status": "not_callable"} for _ in cases]
-    display({MIME: {"exercise": exercise, "name": name, "results": results},
-             "text/plain": f"已记录 `{name}` 在 {len(cases)} 个隐藏测试上的结果，评分在内核之外进行。"}, raw=True)
+    display(
+        {
+            MIME: {"exercise": exercise, "name": name, "results": results},
+            "text/plain": f"已记录 `{name}` 在 {len(cases)} 个隐藏测试上的结果，评分在内核之外进行。",
+        },
+        raw=True,
+    )

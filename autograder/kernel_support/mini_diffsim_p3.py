@@ -37,23 +37,29 @@ def long_run_summary(result):
             evals.shape == (2,) and np.all(np.isfinite(evals)) and evals[1] < evals[0],
         )
     except (TypeError, ValueError, IndexError):
-        raise ValueError("train must return four arrays (grad_norms, clipped_norms, losses, eval_losses), "
-                         "the first three of length n_iterations") from None
+        raise ValueError(
+            "train must return four arrays (grad_norms, clipped_norms, losses, eval_losses), "
+            "the first three of length n_iterations"
+        ) from None
     return (prefix, *(np.int64(f) for f in flags))
 
 
 def graded(name: str, student_fn):
     """The student's function as the hidden cell of check ``mini_diffsim_p3.<name>`` calls it."""
     if name == "window_loss":
+
         def window(theta, x_starts, horizon, value):
-            loss, (terms, states) = student_fn(theta, x_starts, int(horizon), step=task_step,
-                                               terminal_value=terminal_value(value))
+            loss, (terms, states) = student_fn(
+                theta, x_starts, int(horizon), step=task_step, terminal_value=terminal_value(value)
+            )
             return loss, terms, states
 
         return window
 
     def train(horizon, n_iterations, seed, value):
-        return student_fn(int(horizon), int(n_iterations), int(seed), step=task_step, terminal_value=terminal_value(value))
+        return student_fn(
+            int(horizon), int(n_iterations), int(seed), step=task_step, terminal_value=terminal_value(value)
+        )
 
     if name == "train":
         return train

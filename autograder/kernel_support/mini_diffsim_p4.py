@@ -10,8 +10,17 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from autograder.kernel_support.mini_diffsim_common import (W_PEN, W_U, W_V, Y_TARGET, policy, task_force, task_step,
-                                                           terminal_value, zero_value)
+from autograder.kernel_support.mini_diffsim_common import (
+    W_PEN,
+    W_U,
+    W_V,
+    Y_TARGET,
+    policy,
+    task_force,
+    task_step,
+    terminal_value,
+    zero_value,
+)
 
 #: (terminal weight, sum over the batch, tracking cost at x_{k+1}, penetration cost at x_k): the reference is
 #: (1, 0, 0, 0); the reference module of the project switches the others on to compute catalogued mistakes
@@ -21,7 +30,9 @@ REFERENCE_SWITCHES = (1.0, 0.0, 0.0, 0.0)
 
 def window_loss(theta, x_starts, horizon, step=task_step, terminal_value=zero_value, switches=REFERENCE_SWITCHES):
     """Stage-3 window loss: (L, (terms [tracking, effort, penetration, terminal], states (B, h+1, 2)))."""
-    terminal_weight, batch_sum, track_next, pen_current = (jnp.asarray(switches, dtype=jnp.float64)[i] for i in range(4))
+    terminal_weight, batch_sum, track_next, pen_current = (
+        jnp.asarray(switches, dtype=jnp.float64)[i] for i in range(4)
+    )
 
     def one(x0):
         def body(x, _):
@@ -29,8 +40,13 @@ def window_loss(theta, x_starts, horizon, step=task_step, terminal_value=zero_va
             x_next = step(x, u)
             tracked = x + track_next * (x_next - x)  # x_k
             gap = x_next + pen_current * (x - x_next)  # x_{k+1}
-            costs = jnp.stack([(tracked[0] - Y_TARGET) ** 2 + W_V * tracked[1] ** 2, W_U * jnp.sum(u**2),
-                               W_PEN * jnp.maximum(0.0, -gap[0]) ** 2])
+            costs = jnp.stack(
+                [
+                    (tracked[0] - Y_TARGET) ** 2 + W_V * tracked[1] ** 2,
+                    W_U * jnp.sum(u**2),
+                    W_PEN * jnp.maximum(0.0, -gap[0]) ** 2,
+                ]
+            )
             return x_next, (x_next, costs)
 
         x_end, (xs, costs) = jax.lax.scan(body, x0, None, length=horizon)
@@ -45,6 +61,7 @@ def window_loss(theta, x_starts, horizon, step=task_step, terminal_value=zero_va
 def graded(name: str, student_fn):
     """The student's function as the hidden cell of check ``mini_diffsim_p4.<name>`` calls it."""
     if name == "panel_data":
+
         def panel(horizon, n_iterations, seed, value):
             def loss_fn(theta, x_starts, h):
                 return window_loss(theta, x_starts, h, task_step, terminal_value(value))

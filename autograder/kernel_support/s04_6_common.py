@@ -19,6 +19,7 @@ def count_loss_calls(student_fn, loss):
     ``loss`` is the notebook's counting loss; it is reset before every call, so the count is
     measured per hidden case whatever ran before. A count of 0 is reported as :data:`NO_CALLS`.
     """
+
     def graded(u, directions, eps):
         loss.reset()
         rows = student_fn(u, directions, eps)
@@ -36,6 +37,7 @@ def boolean_as_codes(student_fn):
 
     Anything else (wrong arity, floats, strings) is passed on unchanged, so ``grade`` reports it as usual.
     """
+
     def graded(points, eps, tol):
         result = student_fn(points, eps, tol)
         if isinstance(result, (tuple, list)) and len(result) == 2:

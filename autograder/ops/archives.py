@@ -27,20 +27,20 @@ from nbgrader.plugins import ExtractorPlugin
 from autograder.ops.collect import ARCHIVE_EXT
 from autograder.ops.submission_files import shown
 
-MAX_MEMBER_BYTES = 64 * 2**20       # one unpacked file (a notebook with figures is a few MB)
-MAX_TOTAL_BYTES = 2 * 2**30         # everything unpacked from one download (and the largest download read)
-MAX_MEMBERS = 20_000                # files in one download, nested archives included
-MAX_RATIO = 200                     # unpacked / packed size of a member over 1 MiB: a zip bomb
-MAX_NESTING = 3                     # download zip > student's zip > one more
+MAX_MEMBER_BYTES = 64 * 2**20  # one unpacked file (a notebook with figures is a few MB)
+MAX_TOTAL_BYTES = 2 * 2**30  # everything unpacked from one download (and the largest download read)
+MAX_MEMBERS = 20_000  # files in one download, nested archives included
+MAX_RATIO = 200  # unpacked / packed size of a member over 1 MiB: a zip bomb
+MAX_NESTING = 3  # download zip > student's zip > one more
 _RATIO_FROM = 2**20
-_ZIP_ENTRY_MIN = 46                 # bytes of the smallest central-directory entry
+_ZIP_ENTRY_MIN = 46  # bytes of the smallest central-directory entry
 
 
 @dataclass
 class Rejected:
-    where: str        # the archive or file (as it lies in archive/, or would lie below extracted/)
-    member: str       # the member inside ``where``; "" when all of ``where`` is rejected
-    reason: str       # in Chinese
+    where: str  # the archive or file (as it lies in archive/, or would lie below extracted/)
+    member: str  # the member inside ``where``; "" when all of ``where`` is rejected
+    reason: str  # in Chinese
 
     def line(self) -> str:
         member = f" 中的 {shown(self.member)}" if self.member else ""
@@ -90,7 +90,7 @@ def _zip_entry_bound(tail: bytes) -> int:
     at = tail.rfind(b"PK\x05\x06")  # the record zipfile itself uses: the last one
     if at < 0 or at + 22 > len(tail):
         raise zipfile.BadZipFile("no end of central directory record")
-    count, size = struct.unpack("<HI", tail[at + 10:at + 16])
+    count, size = struct.unpack("<HI", tail[at + 10 : at + 16])
     if count == 0xFFFF or size == 0xFFFFFFFF:  # ZIP64: as many as it likes
         return 2**32
     return max(count, size // _ZIP_ENTRY_MIN)
@@ -121,7 +121,11 @@ def _members(source, name: str):
                     kind = "dir" if info.is_dir() else "file"
                 yield info.filename, kind, info.compress_size, info.file_size, (lambda i=info: zf.read(i))
         return
-    opened = tarfile.open(fileobj=io.BytesIO(source), mode="r:*") if isinstance(source, bytes) else tarfile.open(source, "r:*")
+    opened = (
+        tarfile.open(fileobj=io.BytesIO(source), mode="r:*")
+        if isinstance(source, bytes)
+        else tarfile.open(source, "r:*")
+    )
     with opened as tf:
         for member in tf:  # one compressed stream: reading a header means inflating all before it
             if member.offset_data + member.size > MAX_TOTAL_BYTES:
@@ -156,6 +160,7 @@ def _member_problem(size: int, packed: int, budget: _Budget) -> str:
 
 def _unpack(source, name: str, where: str, into: Path, depth: int, budget: _Budget) -> None:
     """Unpack the archive ``source`` (bytes or a path; called ``name``, at ``where``) into ``into``."""
+
     def reject(member, reason):
         budget.rejected.append(Rejected(where, member, reason))
 
@@ -186,14 +191,29 @@ def _unpack(source, name: str, where: str, into: Path, depth: int, budget: _Budg
                     reject(member, f"压缩包嵌套超过 {MAX_NESTING} 层，未解压")
                 else:  # nbgrader's layout: an archive's content goes into a folder named after it, beside it
                     inner = PurePosixPath(where).parent / (archive_folder(PurePosixPath(where).name) or "")
-                    _unpack(content, parts[-1], inner.joinpath(*parts).as_posix(),
-                            into.joinpath(*parts[:-1], folder), depth + 1, budget)
+                    _unpack(
+                        content,
+                        parts[-1],
+                        inner.joinpath(*parts).as_posix(),
+                        into.joinpath(*parts[:-1], folder),
+                        depth + 1,
+                        budget,
+                    )
             except OSError as exc:
                 reject(member, f"无法写出（与另一个文件重名或路径冲突：{exc.strerror}）")
     except _Stop as exc:
         reject("", exc.args[0])
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, OSError, ValueError,
-            NotImplementedError, RuntimeError, struct.error) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        tarfile.TarError,
+        EOFError,
+        OSError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,
+        struct.error,
+    ) as exc:
         reject("", f"不是有效的压缩包，或已损坏（{type(exc).__name__}），未解压")
 
 

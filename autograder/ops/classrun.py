@@ -113,8 +113,10 @@ def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_
 
 
 def _internal_error(exc: BaseException) -> str:
-    return (f"评分程序处理这份提交时出错（{type(exc).__name__}: {shown(str(exc))[:200]}），这份提交没有评分；"
-            "其他学生不受影响。请把这条信息报告给课程维护者。")
+    return (
+        f"评分程序处理这份提交时出错（{type(exc).__name__}: {shown(str(exc))[:200]}），这份提交没有评分；"
+        "其他学生不受影响。请把这条信息报告给课程维护者。"
+    )
 
 
 def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args) -> JobResult:
@@ -123,33 +125,69 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
         return JobResult(section, student, "failed", 0.0, problem)
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, **grading_env(course, limits), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    args = [sys.executable, "-c", _DIE_WITH_PARENT,
-            # --student=<id>: an id such as "-x" must not read as an option (submission_problem rules out globs)
-            os.path.join(bin_dir, "nbgrader"), "autograde", section, f"--student={student}", "--force", *extra_args]
+    args = [
+        sys.executable,
+        "-c",
+        _DIE_WITH_PARENT,
+        # --student=<id>: an id such as "-x" must not read as an option (submission_problem rules out globs)
+        os.path.join(bin_dir, "nbgrader"),
+        "autograde",
+        section,
+        f"--student={student}",
+        "--force",
+        *extra_args,
+    ]
     log_path = course / ".grading" / "logs" / section / f"{student}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     # One retry: SQLite may refuse a write while another worker commits, and a loaded machine can
     # fail to start a kernel. A deterministic failure fails twice and is reported.
     for attempt in range(2):
-        proc = subprocess.Popen(args, cwd=course, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, encoding="utf-8", errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            args,
+            cwd=course,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
         try:
             log, _ = proc.communicate(timeout=limits.submission_timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and the student's kernel with it
             proc.communicate()
-            return JobResult(section, student, "failed", time.perf_counter() - start,
-                             f"整份作业的评分超过了 {limits.submission_timeout_s:.0f} 秒的上限，已被终止。")
+            return JobResult(
+                section,
+                student,
+                "failed",
+                time.perf_counter() - start,
+                f"整份作业的评分超过了 {limits.submission_timeout_s:.0f} 秒的上限，已被终止。",
+            )
         log_path.write_text(log, encoding="utf-8")  # nbgrader's full log, for the instructor
         if proc.returncode == 0:
             return JobResult(section, student, "graded", time.perf_counter() - start)
-    return JobResult(section, student, "failed", time.perf_counter() - start,
-                     f"{explain_failure(log)}（nbgrader 日志：{log_path.relative_to(course)}）")
+    return JobResult(
+        section,
+        student,
+        "failed",
+        time.perf_counter() - start,
+        f"{explain_failure(log)}（nbgrader 日志：{log_path.relative_to(course)}）",
+    )
 
 
-def grade_class(course_dir: Path, sections, workers: int = 1, students=None, force: bool = False,
-                limits: Limits = DEFAULT_LIMITS, extra_args=(), progress: bool = True) -> list[JobResult]:
+def grade_class(
+    course_dir: Path,
+    sections,
+    workers: int = 1,
+    students=None,
+    force: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+    extra_args=(),
+    progress: bool = True,
+) -> list[JobResult]:
     """Grade every submission of ``sections`` (or only ``students``) with ``workers`` parallel jobs."""
     course = Path(course_dir)
     results, todo = [], []
@@ -195,12 +233,16 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
             got = sum(v["auto"][0] for v in notebooks.values())
             total = sum(v["auto"][1] for v in notebooks.values())
             state = {"graded": "评分完成", "skipped": "之前已评分", "failed": "失败"}[r.status]
-            lines.append(f"{section:12s} {shown(r.student):24s} {state:6s} 自动评分 {got:6.1f}/{total:<6.1f} {r.seconds:6.1f} s")
+            lines.append(
+                f"{section:12s} {shown(r.student):24s} {state:6s} 自动评分 {got:6.1f}/{total:<6.1f} {r.seconds:6.1f} s"
+            )
     failed = [r for r in results if r.status == "failed"]
     for r in failed:
         lines.append(f"失败 {shown(r.student)}/{r.section}: {r.error}")
-    lines.append(f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
-                 f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。")
+    lines.append(
+        f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
+        f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。"
+    )
     if not DEFAULT_LIMITS.sandbox:
         lines.append(SANDBOX_OFF_WARNING)
     return lines

@@ -18,6 +18,7 @@ from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
 from autograder.authoring.registry import all_checks
 from autograder.authoring.release_scan import scan_release
 from autograder.ops.selftest import run_section, scratch_course
+from autograder.verdict.data import load
 
 COURSE = sources.COURSE_DIR
 
@@ -37,12 +38,18 @@ def cmd_build(args):
 
 def cmd_regenerate(args):
     sections = _sections(args)
-    exercises = sorted({c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)})
+    exercises = sorted(
+        {c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)}
+    )
     if exercises and not args.keep_spread:
-        print(f"measuring the spread of correct answers under {len(data.spread_.VARIANTS)} environments "
-              f"({'; '.join(data.spread_.VARIANTS)}); this takes minutes")
-    written = data.regenerate(exercises, measure=not args.keep_spread) if exercises else []  # a written-only section has no data
-    stored = {path.stem: data.load(path.stem, path.parent) for path in written}
+        print(
+            f"measuring the spread of correct answers under {len(data.spread_.VARIANTS)} environments "
+            f"({'; '.join(data.spread_.VARIANTS)}); this takes minutes"
+        )
+    written = (
+        data.regenerate(exercises, measure=not args.keep_spread) if exercises else []
+    )  # a written-only section has no data
+    stored = {path.stem: load(path.stem, path.parent) for path in written}
     for path in written:
         print(f"wrote {path.relative_to(COURSE.parent)}")
     for check, label, spread, rtol, nearest in data.tolerance_rows(stored):
@@ -164,14 +171,19 @@ def main(argv=None):
         else:
             p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
         if name == "regenerate":
-            p.add_argument("--keep-spread", action="store_true",
-                           help="keep the measured spread stored in autograder/data (measure only new or changed checks)")
+            p.add_argument(
+                "--keep-spread",
+                action="store_true",
+                help="keep the measured spread stored in autograder/data (measure only new or changed checks)",
+            )
         if name == "autograde":
             p.add_argument("--student", action="append", help="only this student (repeatable)")
             p.add_argument("--force", action="store_true", help="regrade submissions already graded")
             p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
         if name == "report":
-            p.add_argument("--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)")
+            p.add_argument(
+                "--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)"
+            )
     args = parser.parse_args(argv)
     args.fn(args)
 

@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 NAMED_REGEXP = (
-    r"^.*/extracted/"                       # nbgrader's extraction folder downloaded/<section>/extracted/
-    r"(?:[^/]*/)*?"                         # folders before the one that names the student (the download's own name)
-    r"(?:[^/]*?_)?"                         # the student's name (or LATE, ...) up to an underscore
-    r"(?P<student_id>\d{5,})"               # the student id: 5 or more digits, alone between underscores
-    r"(?:(?:_[^/]*)?/(?:[^/]*/)*"           # either the id names a folder and the notebook lies inside it
+    r"^.*/extracted/"  # nbgrader's extraction folder downloaded/<section>/extracted/
+    r"(?:[^/]*/)*?"  # folders before the one that names the student (the download's own name)
+    r"(?:[^/]*?_)?"  # the student's name (or LATE, ...) up to an underscore
+    r"(?P<student_id>\d{5,})"  # the student id: 5 or more digits, alone between underscores
+    r"(?:(?:_[^/]*)?/(?:[^/]*/)*"  # either the id names a folder and the notebook lies inside it
     r"|_(?:\d+_|assignsubmission_file_)*)"  # or it is part of the file name: skip submission ids, Moodle's tag
-    r"(?P<file_id>[^/]+?)"                  # the notebook name ...
-    r"(?:-\d+| ?\(\d+\))?"                  # ... without the copy number an LMS or browser adds: -1, (1)
+    r"(?P<file_id>[^/]+?)"  # the notebook name ...
+    r"(?:-\d+| ?\(\d+\))?"  # ... without the copy number an LMS or browser adds: -1, (1)
     r"\.ipynb$"
 )
 ARCHIVE_EXT = (".zip", ".gz")  # nbgrader's ExtractorPlugin.zip_ext default
@@ -53,8 +53,8 @@ class CollectReport:
     section: str
     collected: dict = field(default_factory=dict)  # student -> sorted notebook names now in submitted/
     unmatched: list = field(default_factory=list)  # (path inside the download, reason in Chinese)
-    rejected: list = field(default_factory=list)   # autograder.ops.archives.Rejected: not unpacked at all
-    notes: list = field(default_factory=list)      # other things the instructor should know, in Chinese
+    rejected: list = field(default_factory=list)  # autograder.ops.archives.Rejected: not unpacked at all
+    notes: list = field(default_factory=list)  # other things the instructor should know, in Chinese
 
 
 def match(relative_path: str) -> dict | None:
@@ -93,14 +93,26 @@ def plan(extracted: Path, released: set) -> tuple[dict, list]:
             continue
         info = match(rel)
         if info is None:
-            unmatched.append((rel, "文件名和所在文件夹名中找不到学号（5 位以上、前后用下划线隔开的数字），无法判断属于哪位学生"))
+            unmatched.append(
+                (rel, "文件名和所在文件夹名中找不到学号（5 位以上、前后用下划线隔开的数字），无法判断属于哪位学生")
+            )
         elif info["notebook"] not in released:
-            unmatched.append((rel, f"学号 {info['student_id']}：笔记本名 {info['notebook']} 不属于本次作业"
-                                   f"（应为 {', '.join(sorted(released))} 之一），未收取"))
+            unmatched.append(
+                (
+                    rel,
+                    f"学号 {info['student_id']}：笔记本名 {info['notebook']} 不属于本次作业"
+                    f"（应为 {', '.join(sorted(released))} 之一），未收取",
+                )
+            )
         elif (info["student_id"], info["notebook"]) in planned:
             first = planned[(info["student_id"], info["notebook"])].relative_to(extracted).as_posix()
-            unmatched.append((rel, f"学号 {info['student_id']} 的 {info['notebook']} 重复出现（另一份是 {first}），"
-                                   "无法判断哪份是最终提交"))
+            unmatched.append(
+                (
+                    rel,
+                    f"学号 {info['student_id']} 的 {info['notebook']} 重复出现（另一份是 {first}），"
+                    "无法判断哪份是最终提交",
+                )
+            )
         else:
             planned[(info["student_id"], info["notebook"])] = path
     return planned, unmatched
@@ -114,7 +126,9 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
     release = course / "release" / section
     released = {p.relative_to(release).as_posix() for p in release.rglob("*.ipynb")} if release.is_dir() else set()
     if not released:
-        raise SystemExit(f"{section} 还没有学生版（{release} 中没有 notebook）：请先运行 python -m autograder release {section}")
+        raise SystemExit(
+            f"{section} 还没有学生版（{release} 中没有 notebook）：请先运行 python -m autograder release {section}"
+        )
     report = CollectReport(section)
     download = course / "downloaded" / section
     archive = download / "archive"
@@ -139,26 +153,40 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
         planned, report.unmatched = plan(Path(tmp), released)
         duplicates = [u for u in report.unmatched if "重复出现" in u[1]]
         if duplicates:
-            raise SystemExit("同一学生的同一笔记本出现了多份，nbgrader 无法决定用哪一份：\n"
-                             + "\n".join(f"  {f}: {why}" for f, why in duplicates)
-                             + f"\n请删掉多余的文件后重新打包，放进 {archive}")
+            raise SystemExit(
+                "同一学生的同一笔记本出现了多份，nbgrader 无法决定用哪一份：\n"
+                + "\n".join(f"  {f}: {why}" for f, why in duplicates)
+                + f"\n请删掉多余的文件后重新打包，放进 {archive}"
+            )
         students = sorted({s for s, _ in planned})
         existing = [s for s in students if (course / "submitted" / s / section).exists()]
         if existing and not force:
-            raise SystemExit(f"这些学生的 {section} 已有提交，收取会覆盖它们：{', '.join(existing)}\n"
-                             "确认用这次下载的文件替换时加 --force")
+            raise SystemExit(
+                f"这些学生的 {section} 已有提交，收取会覆盖它们：{', '.join(existing)}\n"
+                "确认用这次下载的文件替换时加 --force"
+            )
         expected = {key: _digest(path) for key, path in planned.items()}
 
     shutil.rmtree(download / "extracted", ignore_errors=True)  # derived from archive/: always rebuilt
-    nbgrader(["zip_collect", section, "--strict", f"--ZipCollectApp.extractor_plugin={EXTRACTOR}",
-              *(["--force"] if force else [])], course)
+    nbgrader(
+        [
+            "zip_collect",
+            section,
+            "--strict",
+            f"--ZipCollectApp.extractor_plugin={EXTRACTOR}",
+            *(["--force"] if force else []),
+        ],
+        course,
+    )
 
     for (student, notebook), digest in sorted(expected.items()):
         target = course / "submitted" / student / section / notebook
         if target.is_file() and _digest(target) == digest:
             report.collected.setdefault(student, []).append(notebook)
         else:
-            report.unmatched.append((f"{student}/{notebook}", f"应放到 {target.relative_to(course)}，但 nbgrader 没有放过去"))
+            report.unmatched.append(
+                (f"{student}/{notebook}", f"应放到 {target.relative_to(course)}，但 nbgrader 没有放过去")
+            )
     return report
 
 
@@ -171,8 +199,12 @@ def report_lines(report: CollectReport) -> list[str]:
         lines.append(f"未收取 {path}: {why}")
     lines.extend(item.line() for item in report.rejected)
     n_files = sum(len(v) for v in report.collected.values())
-    lines.append(f"共收取 {len(report.collected)} 位学生的 {n_files} 个笔记本；"
-                 f"{len(report.unmatched)} 个文件未能归到学生名下" + ("（见上，请逐一处理）。" if report.unmatched else "。"))
+    lines.append(
+        f"共收取 {len(report.collected)} 位学生的 {n_files} 个笔记本；"
+        f"{len(report.unmatched)} 个文件未能归到学生名下" + ("（见上，请逐一处理）。" if report.unmatched else "。")
+    )
     if report.rejected:
-        lines.append(f"另有 {len(report.rejected)} 个文件或压缩包不安全或已损坏，没有解压（见上“拒收”各行）：请联系相关学生重新提交。")
+        lines.append(
+            f"另有 {len(report.rejected)} 个文件或压缩包不安全或已损坏，没有解压（见上“拒收”各行）：请联系相关学生重新提交。"
+        )
     return lines

@@ -19,11 +19,17 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, **grading_env(course_dir), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
-        [os.path.join(bin_dir, "nbgrader"), *args], cwd=course_dir, env=env,
-        capture_output=True, text=True, timeout=timeout,
+        [os.path.join(bin_dir, "nbgrader"), *args],
+        cwd=course_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise RuntimeError(
+            f"nbgrader {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 

@@ -23,14 +23,25 @@ from pathlib import Path
 from autograder.verdict.data import DATA_DIR
 from autograder.ops.nbgrader_run import gradebook_url
 
-CSV_FIELDS = ["section", "student", "exercise", "status", "auto_score", "auto_max",
-              "manual_score", "manual_max", "score", "max_score"]
+CSV_FIELDS = [
+    "section",
+    "student",
+    "exercise",
+    "status",
+    "auto_score",
+    "auto_max",
+    "manual_score",
+    "manual_max",
+    "score",
+    "max_score",
+]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 MIN_DIGITS = 6  # a number with this many significant digits equal to a hidden value is no coincidence
 
 
 # --- (a) scores -----------------------------------------------------------------------------------
+
 
 def score_rows(course_dir: Path, sections) -> list[dict]:
     """One dict per (section, student, exercise), for every student in the gradebook.
@@ -75,10 +86,12 @@ def _row(course, section, student, exercise, nb, assignment) -> dict:
     pending = any(g.needs_manual_grade for g in manual)
     row.update(
         status="已评分" if graded else "未交此题",
-        auto_score=_num(sum(g.score for g in auto)), auto_max=_num(sum(g.max_score for g in auto)),
+        auto_score=_num(sum(g.score for g in auto)),
+        auto_max=_num(sum(g.max_score for g in auto)),
         manual_score="" if pending else _num(sum(g.score for g in manual)),
         manual_max=_num(sum(g.max_score for g in manual)),
-        score=_num(nb.score), max_score=_num(nb.max_score),
+        score=_num(nb.score),
+        max_score=_num(nb.max_score),
     )
     return row
 
@@ -98,6 +111,7 @@ def write_csv(rows, path: Path) -> Path:
 
 
 # --- (b) class overview figure --------------------------------------------------------------------
+
 
 def cjk_font() -> str | None:
     """Path of an installed font with Chinese glyphs (first of ``fc-list :lang=zh``), or None."""
@@ -130,7 +144,9 @@ def overview_figure(rows, path: Path) -> Path:
         plt.rcParams["axes.unicode_minus"] = False
     zh = font is not None
     keys = sorted({(r["section"], r["exercise"]) for r in rows})
-    handed_in = {key: [r for r in rows if (r["section"], r["exercise"]) == key and r["status"] == "已评分"] for key in keys}
+    handed_in = {
+        key: [r for r in rows if (r["section"], r["exercise"]) == key and r["status"] == "已评分"] for key in keys
+    }
     series = [  # (label, colour, offset, numerator, denominator)
         ("自动评分" if zh else "automatic", "tab:blue", -0.2, "auto_score", "auto_max"),
         ("总分" if zh else "total", "tab:orange", 0.2, "score", "max_score"),
@@ -142,11 +158,24 @@ def overview_figure(rows, path: Path) -> Path:
             v = [100 * float(r[num]) / float(r[den]) for r in handed_in[key] if r[den] not in ("", 0, 0.0)]
             if not v:
                 continue
-            ax.boxplot([v], positions=[i + offset], widths=0.3, showfliers=False,
-                       medianprops={"color": colour}, boxprops={"color": colour})
+            ax.boxplot(
+                [v],
+                positions=[i + offset],
+                widths=0.3,
+                showfliers=False,
+                medianprops={"color": colour},
+                boxprops={"color": colour},
+            )
             jitter = [(k % 5 - 2) * 0.03 for k in range(len(v))]  # deterministic spread of the points
-            ax.plot([i + offset + j for j in jitter], v, "o", color=colour, alpha=0.6, markersize=4,
-                    label=label if first else None)
+            ax.plot(
+                [i + offset + j for j in jitter],
+                v,
+                "o",
+                color=colour,
+                alpha=0.6,
+                markersize=4,
+                label=label if first else None,
+            )
             first = False
     ax.set_xticks(range(1, len(keys) + 1))
     ax.set_xticklabels([f"{ex}\n(n={len(handed_in[(s, ex)])})" for s, ex in keys], rotation=30, ha="right", fontsize=8)
@@ -158,12 +187,17 @@ def overview_figure(rows, path: Path) -> Path:
     n_students = len({r["student"] for r in rows})
     if zh:
         ax.set_ylabel("得分 / 满分（%）")
-        ax.set_title(f"各练习得分分布（共 {n_students} 名学生，n 为交了该题的人数）\n"
-                     "总分中尚未人工评分的部分按 0 分计", fontsize=9)
+        ax.set_title(
+            f"各练习得分分布（共 {n_students} 名学生，n 为交了该题的人数）\n总分中尚未人工评分的部分按 0 分计",
+            fontsize=9,
+        )
     else:
         ax.set_ylabel("score / maximum (%)")
-        ax.set_title(f"Score per exercise ({n_students} students, n = notebooks handed in)\n"
-                     "manual grades not yet entered count 0 in the total", fontsize=9)
+        ax.set_title(
+            f"Score per exercise ({n_students} students, n = notebooks handed in)\n"
+            "manual grades not yet entered count 0 in the total",
+            fontsize=9,
+        )
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,6 +207,7 @@ def overview_figure(rows, path: Path) -> Path:
 
 
 # --- (c) feedback check ---------------------------------------------------------------------------
+
 
 def html_text(fragment: str) -> str:
     """Visible text of an HTML fragment (scripts and styles dropped, tags removed, entities decoded)."""
@@ -268,17 +303,25 @@ def check_feedback(course_dir: Path, sections, data_dir: Path = DATA_DIR) -> lis
     for section in sections:
         for path in sorted((course / "feedback").glob(f"*/{section}/*.html")):
             exercise, student = path.stem, path.parts[-3]
-            source = next((p for p in (course / "source" / section / f"{exercise}{ext}" for ext in (".md", ".ipynb"))
-                           if p.is_file()), None)
+            source = next(
+                (
+                    p
+                    for p in (course / "source" / section / f"{exercise}{ext}" for ext in (".md", ".ipynb"))
+                    if p.is_file()
+                ),
+                None,
+            )
             hidden = hidden_test_lines(source.read_text(encoding="utf-8")) if source else []
             data_file = Path(data_dir) / f"{exercise}.json"
             values = data_values(json.loads(data_file.read_text())) if data_file.is_file() else []
-            problems += check_feedback_html(path.read_text(encoding="utf-8"), hidden, values,
-                                            f"{student}/{section}/{exercise}.html")
+            problems += check_feedback_html(
+                path.read_text(encoding="utf-8"), hidden, values, f"{student}/{section}/{exercise}.html"
+            )
     return problems
 
 
 # --- the command ----------------------------------------------------------------------------------
+
 
 def make_reports(course_dir: Path, sections, out_dir: Path) -> tuple[list[Path], list[str]]:
     """Write ``scores.csv`` and ``overview.png`` into ``out_dir``; return them and the feedback problems."""

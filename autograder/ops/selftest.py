@@ -29,8 +29,11 @@ class SectionReport:
 
 
 def _solution_sources(source_nb) -> dict:
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source_nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source_nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def make_submission(release_nb, replacements: dict):
@@ -64,7 +67,9 @@ def run_section(section: str, course_dir: Path) -> SectionReport:
     build_all(course_dir, sections=[section])
     nbgrader(["generate_assignment", section, "--force"], course_dir)
     release = course_dir / "release" / section
-    sources = {p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))}
+    sources = {
+        p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
+    }
     students = {"reference": {}, "blank": {}}
     for exercise, source_nb in sources.items():
         students["reference"][exercise] = _solution_sources(source_nb)
@@ -74,13 +79,15 @@ def run_section(section: str, course_dir: Path) -> SectionReport:
         folder = course_dir / "submitted" / student / section
         folder.mkdir(parents=True, exist_ok=True)
         # A wrong-answer student hands in only the notebook its answer belongs to.
-        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
+        for exercise in replacements_by_nb if student.startswith("wrong-") else sources:
             release_nb = nbformat.read(release / f"{exercise}.ipynb", as_version=4)
-            nbformat.write(make_submission(release_nb, replacements_by_nb.get(exercise, {})), folder / f"{exercise}.ipynb")
+            nbformat.write(
+                make_submission(release_nb, replacements_by_nb.get(exercise, {})), folder / f"{exercise}.ipynb"
+            )
     nbgrader(["autograde", section, "--force"], course_dir)
     report = SectionReport(section, gradebook_scores(course_dir, section))
     for student, replacements_by_nb in students.items():
-        for exercise in (replacements_by_nb if student.startswith("wrong-") else sources):
+        for exercise in replacements_by_nb if student.startswith("wrong-") else sources:
             path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
             report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
     return report
@@ -88,5 +95,19 @@ def run_section(section: str, course_dir: Path) -> SectionReport:
 
 def scratch_course(dst: Path, src: Path) -> Path:
     """Copy the course folder (sources and config only) to ``dst``."""
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("release", "submitted", "autograded", "feedback", "downloaded", "reports", "gradebook.db", ".grading", "*.ipynb"))
+    shutil.copytree(
+        src,
+        dst,
+        ignore=shutil.ignore_patterns(
+            "release",
+            "submitted",
+            "autograded",
+            "feedback",
+            "downloaded",
+            "reports",
+            "gradebook.db",
+            ".grading",
+            "*.ipynb",
+        ),
+    )
     return dst

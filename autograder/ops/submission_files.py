@@ -19,11 +19,11 @@ import re
 import stat
 from pathlib import Path
 
-MAX_NOTEBOOK_BYTES = 20 * 2**20     # one notebook (a notebook with figures in its outputs is a few MB)
-MAX_SUBMISSION_BYTES = 50 * 2**20   # all files of one submission
-MAX_SUBMISSION_FILES = 200          # files and folders of one submission
-MAX_FOLDER_DEPTH = 8                # folders inside a submission
-MAX_JSON_DEPTH = 64                 # nesting of a notebook's JSON (a real one stays under 20)
+MAX_NOTEBOOK_BYTES = 20 * 2**20  # one notebook (a notebook with figures in its outputs is a few MB)
+MAX_SUBMISSION_BYTES = 50 * 2**20  # all files of one submission
+MAX_SUBMISSION_FILES = 200  # files and folders of one submission
+MAX_FOLDER_DEPTH = 8  # folders inside a submission
+MAX_JSON_DEPTH = 64  # nesting of a notebook's JSON (a real one stays under 20)
 
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f*?\[\]\\]")  # control characters, and nbgrader's glob characters
 
@@ -187,8 +187,10 @@ def notebook_problem(name: str, data: bytes) -> str:
         if not isinstance(grade_id, (str, type(None))):
             return f"{name} 的单元结构已损坏（评分编号不是字符串），无法评分。"
         if grade_id in seen:
-            return (f"{name} 中有两个单元带同一个评分编号 {grade_id!r}（多半是复制了作业单元）："
-                    "请学生删除复制出来的单元后重新提交，或由教师删除后重新评分。")
+            return (
+                f"{name} 中有两个单元带同一个评分编号 {grade_id!r}（多半是复制了作业单元）："
+                "请学生删除复制出来的单元后重新提交，或由教师删除后重新评分。"
+            )
         if grade_id:
             seen.add(grade_id)
     return ""
@@ -222,8 +224,10 @@ def precheck(folder: Path) -> str:
                 return f"提交的文件总共超过 {MAX_SUBMISSION_BYTES // 2**20} MiB 的上限，不予评分。"
             if rel.suffix == ".ipynb" and len(rel.parts) == 1:  # the notebooks nbgrader grades
                 if info.st_size > MAX_NOTEBOOK_BYTES:
-                    return (f"{where} 有 {info.st_size / 2**20:.0f} MiB，超过单个 notebook {MAX_NOTEBOOK_BYTES // 2**20} MiB "
-                            "的上限，不予评分（多半是输出里存了大量数据：请学生清除输出后重新提交）。")
+                    return (
+                        f"{where} 有 {info.st_size / 2**20:.0f} MiB，超过单个 notebook {MAX_NOTEBOOK_BYTES // 2**20} MiB "
+                        "的上限，不予评分（多半是输出里存了大量数据：请学生清除输出后重新提交）。"
+                    )
                 notebooks.append(rel)
     except ValueError as exc:
         return str(exc)
@@ -243,8 +247,10 @@ def precheck(folder: Path) -> str:
 def submission_problem(course_dir: Path, section: str, student: str) -> str:
     """:func:`precheck` of ``submitted/<student>/<section>``, after the student's own folder and name."""
     if name_problem(student) or student.startswith("."):
-        return (f"学生文件夹名 {shown(student)!r} 含有控制字符、通配符（* ? [ ]）或不是合法的 UTF-8，"
-                "nbgrader 无法按它评分：请改名后重新收取。")
+        return (
+            f"学生文件夹名 {shown(student)!r} 含有控制字符、通配符（* ? [ ]）或不是合法的 UTF-8，"
+            "nbgrader 无法按它评分：请改名后重新收取。"
+        )
     student_dir = Path(course_dir) / "submitted" / student
     try:
         if not stat.S_ISDIR(student_dir.lstat().st_mode):

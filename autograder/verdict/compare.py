@@ -82,8 +82,10 @@ def _rel_error(a, b, scale):
 def _precision_note(dtype_name: str) -> str:
     if dtype_name not in _LOW_PRECISION:
         return ""
-    return (f"另外，结果是 {dtype_name}，精度太低：本课程全部用 float64 计算（notebook 开头的 cl.enable_float64()），"
-            "请不要把数组转换成 float32/float16。")
+    return (
+        f"另外，结果是 {dtype_name}，精度太低：本课程全部用 float64 计算（notebook 开头的 cl.enable_float64()），"
+        "请不要把数组转换成 float32/float16。"
+    )
 
 
 def _shape_message(got, exp) -> str:
@@ -121,16 +123,26 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     # dominated error crosses a threshold), while the reference does not: a result four times closer to a
     # catalogued mistake than to the reference still names that mistake. Feedback only; scores never change.
     err = _rel_error(got, exp, scale)
-    close = sorted((_rel_error(got, np.asarray(alt, dtype=np.float64), scale), name)
-                   for name, alt in (mistakes or {}).items() if np.shape(alt) == exp.shape)
+    close = sorted(
+        (_rel_error(got, np.asarray(alt, dtype=np.float64), scale), name)
+        for name, alt in (mistakes or {}).items()
+        if np.shape(alt) == exp.shape
+    )
     if close and close[0][0] <= 0.25 * err:
         name = close[0][1]
         return _mistake_message(name, messages)
     return ""
 
 
-def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, object] | None = None,
-            rtol: float | None = None, messages: Mapping[str, str] | None = None, atol: float = 0.0) -> Verdict:
+def compare(
+    student,
+    expected,
+    kind: str = "exact",
+    mistakes: Mapping[str, object] | None = None,
+    rtol: float | None = None,
+    messages: Mapping[str, str] | None = None,
+    atol: float = 0.0,
+) -> Verdict:
     """Compare ``student`` with ``expected`` (arrays or scalars) and explain a mismatch.
 
     Passes when ``max|student - expected| <= rtol * max|expected| + atol``. Both tolerances are the
@@ -174,4 +186,6 @@ def compare(student, expected, kind: str = "exact", mistakes: Mapping[str, objec
     reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
     allowed = f"允许 {tol:.1e}" + (f"（另加绝对误差 {float(atol):.1e}）" if atol else "")
     detail = f"相对误差 {err:.2e}，{allowed}。"
-    return Verdict(False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err)
+    return Verdict(
+        False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err
+    )

@@ -24,25 +24,95 @@ from bleach.html5lib_shim import convert_entities
 from bleach.sanitizer import INVISIBLE_CHARACTERS_RE, INVISIBLE_REPLACEMENT_CHAR
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-TAGS = frozenset({
-    "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del", "div", "dl", "dt",
-    "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "input", "ins", "kbd", "li", "mark", "ol", "p",
-    "pre", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "table", "tbody", "td", "tfoot", "th",
-    "thead", "tr", "u", "ul", "var",
-})
+TAGS = frozenset(
+    {
+        "a",
+        "abbr",
+        "b",
+        "blockquote",
+        "br",
+        "caption",
+        "code",
+        "col",
+        "colgroup",
+        "dd",
+        "del",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "i",
+        "img",
+        "input",
+        "ins",
+        "kbd",
+        "li",
+        "mark",
+        "ol",
+        "p",
+        "pre",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "sup",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "u",
+        "ul",
+        "var",
+    }
+)
 _COMMON = {"title", "class", "style", "align"}
 _PER_TAG = {
-    "a": {"href"}, "img": {"src", "alt", "width", "height"}, "ol": {"start"},
-    "td": {"colspan", "rowspan"}, "th": {"colspan", "rowspan", "scope"}, "table": {"border"},
+    "a": {"href"},
+    "img": {"src", "alt", "width", "height"},
+    "ol": {"start"},
+    "td": {"colspan", "rowspan"},
+    "th": {"colspan", "rowspan", "scope"},
+    "table": {"border"},
     **{f"h{n}": {"id"} for n in range(1, 7)},  # nbconvert's heading anchors
 }
 #: CSS properties that take no URL (no ``background``, ``border-image``, ``cursor``, ...) and cannot
 #: lift an element over the page (no ``position``, ``z-index``)
-CSS_PROPERTIES = frozenset({
-    "text-align", "vertical-align", "color", "background-color", "font-weight", "font-style", "text-decoration",
-    "white-space", "width", "height", "min-width", "max-width", "padding", "margin", "border", "border-collapse",
-    "border-color", "border-style", "border-width",
-})
+CSS_PROPERTIES = frozenset(
+    {
+        "text-align",
+        "vertical-align",
+        "color",
+        "background-color",
+        "font-weight",
+        "font-style",
+        "text-decoration",
+        "white-space",
+        "width",
+        "height",
+        "min-width",
+        "max-width",
+        "padding",
+        "margin",
+        "border",
+        "border-collapse",
+        "border-color",
+        "border-style",
+        "border-width",
+    }
+)
 #: schemes bleach lets through; ``data`` only reaches :func:`_allowed_attribute`'s image rule
 PROTOCOLS = frozenset({"http", "https", "mailto", "data"})
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp)[;,]")
@@ -56,7 +126,11 @@ def _normalized_url(value: str) -> str:
 
 
 def _allowed_attribute(tag: str, name: str, value: str) -> bool:
-    if name not in _COMMON and name not in _PER_TAG.get(tag, ()) and not (tag == "input" and name in ("type", "checked", "disabled")):
+    if (
+        name not in _COMMON
+        and name not in _PER_TAG.get(tag, ())
+        and not (tag == "input" and name in ("type", "checked", "disabled"))
+    ):
         return False
     if tag == "input" and name == "type" and value.strip().lower() != "checkbox":  # markdown task lists only
         return False
@@ -81,7 +155,11 @@ class _CSSValues(CSSSanitizer):
 
 
 _CLEANER = bleach.Cleaner(
-    tags=TAGS, attributes=_allowed_attribute, protocols=PROTOCOLS, strip=False, strip_comments=True,
+    tags=TAGS,
+    attributes=_allowed_attribute,
+    protocols=PROTOCOLS,
+    strip=False,
+    strip_comments=True,
     css_sanitizer=_CSSValues(allowed_css_properties=CSS_PROPERTIES),
 )
 
@@ -179,7 +257,9 @@ def _clean_markdown(source: str) -> str:
     return re.sub(r"&lt;(?![A-Za-z/!?])", "<", cleaned)
 
 
-PLAIN_TEXT_NOTE = "（这个单元含有可能在阅卷页面上执行的内容，或无法正常显示的内容；为安全起见，下面按原样显示为纯文本。）"
+PLAIN_TEXT_NOTE = (
+    "（这个单元含有可能在阅卷页面上执行的内容，或无法正常显示的内容；为安全起见，下面按原样显示为纯文本。）"
+)
 
 
 def as_plain_text(source: str) -> str:

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
-    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades, IgnorePattern, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearHiddenTests,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
 )
 
 from autograder.confine.execute import SafeExecute
@@ -27,7 +33,14 @@ from autograder.verdict.preprocessors import ExternalVerdict
 from autograder.verdict.sanitize import SanitizeOutputs
 
 AUTOGRADE_PREPROCESSORS = [
-    SafeExecute, ExternalVerdict, SanitizeOutputs, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-    AssignLatePenalties, CheckCellMetadata,
+    SafeExecute,
+    ExternalVerdict,
+    SanitizeOutputs,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
 ]
 FEEDBACK_PREPROCESSORS = [GetGrades, CSSHTMLHeaderPreprocessor, ClearHiddenTests, SanitizeOutputs]

@@ -25,8 +25,7 @@ def _error(ename: str, text: str) -> NotebookNode:
 
 #: ``autograder.grade("<exercise>", "<name>", fn)`` in a graded cell's source (restored by nbgrader)
 GRADE_CALL = re.compile(r"""autograder\.grade\(\s*["']([\w.]+)["']\s*,\s*["'](\w+)["']""")
-NO_RECORD = ("评分单元没有留下结果记录（单元在记录之前出错、超时或被中断，或者评分函数被替换了）。"
-             "这个单元计 0 分。")
+NO_RECORD = "评分单元没有留下结果记录（单元在记录之前出错、超时或被中断，或者评分函数被替换了）。这个单元计 0 分。"
 BAD_RECORD = "评分单元的结果记录不完整或格式不对（可能被篡改），这个单元计 0 分。"
 
 
@@ -35,8 +34,9 @@ def _stdout(text: str) -> NotebookNode:
 
 
 def _score_output(points: float) -> NotebookNode:
-    return NotebookNode(output_type="execute_result", execution_count=None, metadata={},
-                        data={"text/plain": repr(float(points))})
+    return NotebookNode(
+        output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(float(points))}
+    )
 
 
 def verdict_outputs(cell) -> list:
@@ -47,8 +47,11 @@ def verdict_outputs(cell) -> list:
         return [_stdout(text), _error("GradingCellMisconfigured", text)]
     exercise, name = calls[0]
     errors = [o for o in cell.outputs if o.output_type == "error"]
-    records = [o.data[MIME] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
-               and MIME in o.get("data", {})]
+    records = [
+        o.data[MIME]
+        for o in cell.outputs
+        if o.output_type in ("display_data", "execute_result") and MIME in o.get("data", {})
+    ]
     # an error (timeout, dead kernel, a broken grade function), no record or several: zero. The kernel's
     # traceback quotes this hidden cell's source, so only the error's name and message are kept
     if errors or not records:

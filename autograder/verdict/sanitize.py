@@ -137,8 +137,11 @@ def _rich_output(output, attachments, budget: _Budget):
         kept = {"text/plain": text}
     meta = output.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
-    clean = {"output_type": output["output_type"], "data": kept,
-             "metadata": {m: _image_metadata(meta[m]) for m in IMAGE_MIMETYPES & set(kept) if m in meta}}
+    clean = {
+        "output_type": output["output_type"],
+        "data": kept,
+        "metadata": {m: _image_metadata(meta[m]) for m in IMAGE_MIMETYPES & set(kept) if m in meta},
+    }
     if output["output_type"] == "execute_result":
         count = output.get("execution_count")
         clean["execution_count"] = count if isinstance(count, int) and not isinstance(count, bool) else None
@@ -149,8 +152,14 @@ def _error_output(output):
     # still an error: SaveAutoGrades gives a graded cell with an error no points
     trace = output.get("traceback")
     trace = [t if isinstance(t, str) else str(t) for t in trace] if isinstance(trace, list) else []
-    return from_dict({"output_type": "error", "ename": str(output.get("ename", ""))[:200],
-                      "evalue": str(output.get("evalue", "")), "traceback": trace})
+    return from_dict(
+        {
+            "output_type": "error",
+            "ename": str(output.get("ename", ""))[:200],
+            "evalue": str(output.get("evalue", "")),
+            "traceback": trace,
+        }
+    )
 
 
 def sanitize_output(output, attachments=None, budget: _Budget | None = None) -> NotebookNode:
@@ -161,7 +170,9 @@ def sanitize_output(output, attachments=None, budget: _Budget | None = None) -> 
         if kind == "stream":
             text = _text(output.get("text"))
             name = output.get("name") if output.get("name") in _STREAMS else "stdout"
-            return from_dict({"output_type": "stream", "name": name, "text": text}) if text is not None else _note(BROKEN)
+            return (
+                from_dict({"output_type": "stream", "name": name, "text": text}) if text is not None else _note(BROKEN)
+            )
         if kind == "error":
             return _error_output(output)
         if kind in ("display_data", "execute_result"):
@@ -179,8 +190,11 @@ def sanitize_attachments(attachments):
     out = {}
     for name, bundle in attachments.items():
         if isinstance(name, str) and isinstance(bundle, dict):
-            kept = {m: v for m, v in bundle.items()
-                    if m in ATTACHMENT_MIMETYPES and isinstance(v, str) and _BASE64.fullmatch(v)}
+            kept = {
+                m: v
+                for m, v in bundle.items()
+                if m in ATTACHMENT_MIMETYPES and isinstance(v, str) and _BASE64.fullmatch(v)
+            }
             if kept:
                 out[name] = kept
     return out
@@ -197,7 +211,9 @@ def _sanitize_source(cell, budget: _Budget) -> None:
     source = _text(cell.get("source"))
     try:
         if cell.get("cell_type") == "markdown":
-            cell["source"] = _markdown_source(source, cell.get("attachments"), budget) if source is not None else BROKEN_CELL
+            cell["source"] = (
+                _markdown_source(source, cell.get("attachments"), budget) if source is not None else BROKEN_CELL
+            )
         elif cell.get("cell_type") == "raw":
             clean = budget.clean(source, clean_html) if source is not None else None
             cell["source"] = clean if clean is not None else BROKEN_CELL
@@ -214,8 +230,11 @@ def sanitize_cell(cell, budget: _Budget | None = None) -> None:
         cell["attachments"] = sanitize_attachments(cell["attachments"])
     if cell.get("cell_type") == "code":
         outputs = cell.get("outputs")
-        cell["outputs"] = ([sanitize_output(o, cell.get("attachments"), budget) for o in outputs]
-                           if isinstance(outputs, list) else [_note(BROKEN)])
+        cell["outputs"] = (
+            [sanitize_output(o, cell.get("attachments"), budget) for o in outputs]
+            if isinstance(outputs, list)
+            else [_note(BROKEN)]
+        )
         count = cell.get("execution_count")
         if not (count is None or isinstance(count, int) and not isinstance(count, bool)):
             cell["execution_count"] = None

@@ -41,8 +41,15 @@ def _case_lines(where: str, name: str, spec: dict, case: dict, result) -> list[s
             continue
         mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
         # the tolerances are the output's, as stored by the generator; nothing in the record changes them
-        verdict = compare(got, case["expected"][j], kind=output["kind"], mistakes=mistakes, rtol=output["rtol"],
-                          messages=spec["messages"], atol=output.get("atol", 0.0))
+        verdict = compare(
+            got,
+            case["expected"][j],
+            kind=output["kind"],
+            mistakes=mistakes,
+            rtol=output["rtol"],
+            messages=spec["messages"],
+            atol=output.get("atol", 0.0),
+        )
         if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case
             same = any(line.endswith(verdict.message) for line in lines)
             lines.append(f"{where}，{output['label']}：{'同上。' if same else verdict.message}")
@@ -55,8 +62,12 @@ def score(exercise: str, name: str, record: dict) -> tuple[float, float, str]:
 
     Raises :class:`MalformedRecord` when the record is not one the capture side writes for this check.
     """
-    if (not isinstance(record, dict) or not isinstance(record.get("results"), list)
-            or record.get("exercise") != exercise or record.get("name") != name):
+    if (
+        not isinstance(record, dict)
+        or not isinstance(record.get("results"), list)
+        or record.get("exercise") != exercise
+        or record.get("name") != name
+    ):
         raise MalformedRecord("not a results record of this check")
     spec = load(exercise)[name]
     cases = spec["cases"]

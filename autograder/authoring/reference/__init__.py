@@ -14,8 +14,12 @@ import course_lib as cl
 cl.enable_float64()
 
 #: nbgrader assignments (one per section) that have exercises, in chapter order.
-SECTIONS = tuple(sorted((m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")),
-                         key=lambda name: (not name.startswith("s04_"), name)))  # the project last
+SECTIONS = tuple(
+    sorted(
+        (m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")),
+        key=lambda name: (not name.startswith("s04_"), name),
+    )
+)  # the project last
 
 #: exercise id -> its spec
 EXERCISES = {}

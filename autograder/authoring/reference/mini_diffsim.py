@@ -36,8 +36,20 @@ import numpy as np
 import optax
 
 import course_lib as cl
-from autograder.kernel_support.mini_diffsim_common import (CLIP, EVAL_HORIZON, EVAL_SEED, LR, TERMINAL_VALUES, ball_params,
-                                                           decode, encode, start_states, task_force, task_step, zero_value)
+from autograder.kernel_support.mini_diffsim_common import (
+    CLIP,
+    EVAL_HORIZON,
+    EVAL_SEED,
+    LR,
+    TERMINAL_VALUES,
+    ball_params,
+    decode,
+    encode,
+    start_states,
+    task_force,
+    task_step,
+    zero_value,
+)
 from autograder.kernel_support.mini_diffsim_p2 import PLATEAU_TOL, find_plateau
 from autograder.kernel_support.mini_diffsim_p3 import LONG_PREFIX, SPIKE, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
@@ -48,24 +60,42 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 
 MDS_RK4_FULL_STAGES = "RK4 的结果与“第二、三级也走整步 h”的写法一致：k2 = f(x + (h/2)·k1)、k3 = f(x + (h/2)·k2) 用半步，只有 k4 = f(x + h·k3) 用整步。"
 MDS_SEMI_POSITION_FIRST = "半隐式欧拉的结果与“先用旧速度更新位置、再用新位置更新速度”的另一种辛欧拉一致：本项目约定先更新速度 v_{k+1} = v_k + h·a(q_k, v_k, u_k)，再用新速度更新位置 q_{k+1} = q_k + h·v_{k+1}（与 cl.semi_implicit_euler 相同）。"
-MDS_DIRECTION_UNNORMALISED = "结果与“没有把方向归一化”一致：方向导数要沿单位向量 d/‖d‖ 计算，否则 AD 值和差分值都被放大 ‖d‖ 倍。"
+MDS_DIRECTION_UNNORMALISED = (
+    "结果与“没有把方向归一化”一致：方向导数要沿单位向量 d/‖d‖ 计算，否则 AD 值和差分值都被放大 ‖d‖ 倍。"
+)
 MDS_PLATEAU_STOP_EXCLUSIVE = "平台的终点与“右端不含”的写法一致（off-by-one）：本项目的平台是闭区间 [start, stop]，stop 是最后一个误差低于阈值的 ε 的下标。"
-MDS_NORM_SHIFTED = "梯度范数序列与“从 k = 0 开始”一致（off-by-one）：第 i 个值是 ‖∂x_{i+1}/∂u_0‖，i = 0..N−1，第一个值就是 ‖B_0‖。"
-MDS_NORM_LAST_INPUT = "梯度范数序列与 ‖∂x_k/∂u_{k−1}‖（每步只看上一步的控制）一致：题目要的是最早那个控制 u_0 的影响 ‖∂x_k/∂u_0‖。"
+MDS_NORM_SHIFTED = (
+    "梯度范数序列与“从 k = 0 开始”一致（off-by-one）：第 i 个值是 ‖∂x_{i+1}/∂u_0‖，i = 0..N−1，第一个值就是 ‖B_0‖。"
+)
+MDS_NORM_LAST_INPUT = (
+    "梯度范数序列与 ‖∂x_k/∂u_{k−1}‖（每步只看上一步的控制）一致：题目要的是最早那个控制 u_0 的影响 ‖∂x_k/∂u_0‖。"
+)
 MDS_PENALTY_NO_DAMPING = "penalty 力与只有弹簧项 k·max(0, −φ) 的结果一致：穿透时还有阻尼项 c·ḋ（ḋ = −φ̇，只在 φ < 0 时起作用），再整体截断为非负。"
-MDS_DAMPER_UNGATED = "penalty 力与“阻尼项在 φ ≥ 0 时也起作用”的结果一致：没接触时 ḋ 应为 0，否则物体在空中靠近地面时就会被隔空推开。"
+MDS_DAMPER_UNGATED = (
+    "penalty 力与“阻尼项在 φ ≥ 0 时也起作用”的结果一致：没接触时 ḋ 应为 0，否则物体在空中靠近地面时就会被隔空推开。"
+)
 MDS_SOFTPLUS_ON_FORCE = "softplus 力与“把 softplus 套在力上”的写法一致：本项目平滑的是穿透深度 d = softplus(−βφ)/β（对应 cl.softplus_penetration_force），外层仍是 max(0, k·d + c·ḋ)。"
-MDS_SOFTPLUS_RATE_GATED = "softplus 力与“ḋ 仍用硬开关 [φ < 0]”的写法一致：平滑后的 d = softplus(−βφ)/β 的时间导数是 ḋ = −φ̇·σ(−βφ)。"
+MDS_SOFTPLUS_RATE_GATED = (
+    "softplus 力与“ḋ 仍用硬开关 [φ < 0]”的写法一致：平滑后的 d = softplus(−βφ)/β 的时间导数是 ḋ = −φ̇·σ(−βφ)。"
+)
 MDS_PEAK_SPRING_ONLY = "力峰值与只算弹簧项的结果一致：峰值要用完整的接触律（含阻尼项、截断或平滑），即你写的 penalty_force / softplus_force。"
-MDS_GRAD_FINAL_ONLY = "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果一致：要的是 k = 0..N 上的最大值，接触期间的尖峰才会被记下来。"
+MDS_GRAD_FINAL_ONLY = (
+    "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果一致：要的是 k = 0..N 上的最大值，接触期间的尖峰才会被记下来。"
+)
 MDS_NO_TERMINAL = "结果与“没有加终端价值”一致：窗口损失末尾要加上 terminal_value(x_h)，这是给 S05 的 critic / 可微 MPC 预留的接口，必须用传进来的那个函数。"
 MDS_BATCH_SUM = "结果与对 B 条轨迹求和（而不是取平均）一致：各项都是批次平均。"
 MDS_COST_AT_NEXT_STATE = "结果与“跟踪代价在 x_{k+1} 上计算”一致（off-by-one）：第 k 步的跟踪代价用的是走这一步之前的 x_k，穿透代价才用走完之后的 x_{k+1}。"
-MDS_PEN_AT_CURRENT_STATE = "结果与“穿透代价在 x_k 上计算”一致（off-by-one）：穿透代价罚的是这一步走完之后的 max(0, −y_{k+1})。"
+MDS_PEN_AT_CURRENT_STATE = (
+    "结果与“穿透代价在 x_k 上计算”一致（off-by-one）：穿透代价罚的是这一步走完之后的 max(0, −y_{k+1})。"
+)
 MDS_NORM_AFTER_CLIP = "梯度范数与裁剪之后的值一致（都不超过阈值）：grad_norms 要记录裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰；裁剪后的范数单独放在 clipped_norms 里。"
-MDS_CLIPPED_IS_RAW = "“裁剪后的范数”与裁剪之前的范数一致：clipped_norms 记录的是真正交给 SGD 的梯度的范数，不会超过阈值 CLIP。"
+MDS_CLIPPED_IS_RAW = (
+    "“裁剪后的范数”与裁剪之前的范数一致：clipped_norms 记录的是真正交给 SGD 的梯度的范数，不会超过阈值 CLIP。"
+)
 MDS_NO_CLIP = "结果与“没有裁剪梯度”的训练一致：优化器应先用 optax.clip_by_global_norm(CLIP) 把梯度的全局范数限制在 CLIP 以内，再做 SGD（make_optimizer(clip=True)）。"
-MDS_PANEL_AFTER_UPDATE = "面板数据与“在参数更新之后记录”一致（off-by-one）：第 i 行描述的是第 i 次迭代开始时的参数 θ_i，先记录，再更新。"
+MDS_PANEL_AFTER_UPDATE = (
+    "面板数据与“在参数更新之后记录”一致（off-by-one）：第 i 行描述的是第 i 次迭代开始时的参数 θ_i，先记录，再更新。"
+)
 MDS_CONTACT_BY_FORCE = "接触数量与“法向力大于 0 的状态数”一致：本项目按间隙判定接触（y < 0 的状态算一次接触），阻尼项截断时力可能为 0 而物体仍在地面以下。"
 MDS_FD_FORWARD = "有限差分误差与前向差分 (L(θ+εd) − L(θ))/ε 的结果一致：面板里用中心差分。"
 
@@ -86,8 +116,13 @@ def _by_name(fn):
 def _named_check(name, cases, reference, outputs, mistakes=None):
     """A Check whose hidden cases hold name codes: cases are encoded, reference and mistakes decode
     (``mistakes``: ``{name: Mistake(message, fn)}``, each ``fn`` taking the decoded case)."""
-    return Check(name, lambda: [encode(c) for c in cases()], reference=_by_name(reference), outputs=outputs,
-                 mistakes={k: Mistake(m.message, _by_name(m.fn)) for k, m in (mistakes or {}).items()})
+    return Check(
+        name,
+        lambda: [encode(c) for c in cases()],
+        reference=_by_name(reference),
+        outputs=outputs,
+        mistakes={k: Mistake(m.message, _by_name(m.fn)) for k, m in (mistakes or {}).items()},
+    )
 
 
 # ==================================================================================================
@@ -177,21 +212,33 @@ _LABELS = {"explicit_euler": "显式欧拉", "semi_implicit_euler": "半隐式�
 
 def _integrator_mistakes(what):
     return {
-        "explicit_euler": Mistake(messages.EXPLICIT_EULER, _one_step_variant(what, semi_implicit_euler="explicit_euler")),
-        "mds_semi_position_first": Mistake(MDS_SEMI_POSITION_FIRST,
-                                           _one_step_variant(what, semi_implicit_euler="semi_position_first")),
+        "explicit_euler": Mistake(
+            messages.EXPLICIT_EULER, _one_step_variant(what, semi_implicit_euler="explicit_euler")
+        ),
+        "mds_semi_position_first": Mistake(
+            MDS_SEMI_POSITION_FIRST, _one_step_variant(what, semi_implicit_euler="semi_position_first")
+        ),
         "mds_rk4_full_stages": Mistake(MDS_RK4_FULL_STAGES, _one_step_variant(what, rk4="rk4_full_stages")),
     }
 
 
 _MINI_DIFFSIM_P1_CHECKS = (
-    _named_check("next_states", _step_cases, reference=next_states,
-                 outputs=tuple(Output(f"{_LABELS[n]}的下一步状态") for n in INTEGRATOR_NAMES),
-                 mistakes=_integrator_mistakes("x")),
-    _named_check("step_jacobians", _step_cases, reference=step_jacobians,
-                 outputs=tuple(Output(f"{_LABELS[n]}的 {m}") for n in INTEGRATOR_NAMES for m in ("A", "B")),
-                 mistakes=_integrator_mistakes("AB")),
+    _named_check(
+        "next_states",
+        _step_cases,
+        reference=next_states,
+        outputs=tuple(Output(f"{_LABELS[n]}的下一步状态") for n in INTEGRATOR_NAMES),
+        mistakes=_integrator_mistakes("x"),
+    ),
+    _named_check(
+        "step_jacobians",
+        _step_cases,
+        reference=step_jacobians,
+        outputs=tuple(Output(f"{_LABELS[n]}的 {m}") for n in INTEGRATOR_NAMES for m in ("A", "B")),
+        mistakes=_integrator_mistakes("AB"),
+    ),
 )
+
 
 def _check_result(ad, central, forward, scheme, stop_exclusive):
     """(ad, fd, plateau) of a directional check, or of a catalogued mistake of it."""
@@ -264,25 +311,38 @@ def _robust(case):
     step = _model_step(case["system"], case["integrator"], case["h"])
     loss = lambda z: 0.5 * jnp.sum(step(z[:2], z[2:]) ** 2)  # noqa: E731
     z = jnp.asarray(np.concatenate([case["x"], case["u"]]))
-    chk = cl.directional_check(loss, z, jax.grad(loss)(z), eps_list=tuple(case["eps_list"]),
-                               direction=jnp.asarray(case["direction"]))
+    chk = cl.directional_check(
+        loss, z, jax.grad(loss)(z), eps_list=tuple(case["eps_list"]), direction=jnp.asarray(case["direction"])
+    )
     cl_plateau = cl.find_plateau(chk)
     assert [int(cl_plateau.start), int(cl_plateau.stop)] == plateau.tolist()
-    return (np.max(np.abs(fd_np - fd)) <= 0.05 * STEP_FD_RTOL * np.max(np.abs(fd))
-            and _clear_of_threshold(_relerr(ad, fd)) and _clear_of_threshold(_relerr(ad, fd_np)))
+    return (
+        np.max(np.abs(fd_np - fd)) <= 0.05 * STEP_FD_RTOL * np.max(np.abs(fd))
+        and _clear_of_threshold(_relerr(ad, fd))
+        and _clear_of_threshold(_relerr(ad, fd_np))
+    )
 
 
 def _check_cases():
     rng = np.random.default_rng(77_102)
     eps = np.logspace(-1, -8, 8)
     cases = []
-    for system, integrator, h in (("pendulum", "rk4", 0.1), ("pendulum", "explicit_euler", 0.05),
-                                  ("pendulum", "semi_implicit_euler", 0.2), ("double_integrator", "rk4", 0.1)):
+    for system, integrator, h in (
+        ("pendulum", "rk4", 0.1),
+        ("pendulum", "explicit_euler", 0.05),
+        ("pendulum", "semi_implicit_euler", 0.2),
+        ("double_integrator", "rk4", 0.1),
+    ):
         while True:  # deterministic: the first draw whose sweep stays clear of the threshold
-            case = {"system": system, "integrator": integrator,
-                    "x": np.array([rng.uniform(-2.5, 2.5), rng.uniform(-2.0, 2.0)]).round(5),
-                    "u": rng.uniform(-3.0, 3.0, 1).round(4), "h": h,
-                    "direction": rng.normal(size=3).round(4), "eps_list": eps}
+            case = {
+                "system": system,
+                "integrator": integrator,
+                "x": np.array([rng.uniform(-2.5, 2.5), rng.uniform(-2.0, 2.0)]).round(5),
+                "u": rng.uniform(-3.0, 3.0, 1).round(4),
+                "h": h,
+                "direction": rng.normal(size=3).round(4),
+                "eps_list": eps,
+            }
             if _robust(case):
                 break
         cases.append(case)
@@ -292,11 +352,20 @@ def _check_cases():
 def _horizon_cases():
     rng = np.random.default_rng(77_103)
     cases = []
-    for system, integrator, h, n in (("pendulum", "rk4", 0.05, 40), ("double_integrator", "semi_implicit_euler", 0.1, 25),
-                                     ("pendulum", "explicit_euler", 0.02, 60)):
-        cases.append({"system": system, "integrator": integrator,
-                      "x0": np.array([rng.uniform(-2.0, 2.0), rng.uniform(-1.0, 1.0)]).round(5),
-                      "us": rng.uniform(-1.5, 1.5, (n, 1)).round(4), "h": h})
+    for system, integrator, h, n in (
+        ("pendulum", "rk4", 0.05, 40),
+        ("double_integrator", "semi_implicit_euler", 0.1, 25),
+        ("pendulum", "explicit_euler", 0.02, 60),
+    ):
+        cases.append(
+            {
+                "system": system,
+                "integrator": integrator,
+                "x0": np.array([rng.uniform(-2.0, 2.0), rng.uniform(-1.0, 1.0)]).round(5),
+                "us": rng.uniform(-1.5, 1.5, (n, 1)).round(4),
+                "h": h,
+            }
+        )
     return cases
 
 
@@ -337,15 +406,27 @@ def grad_norm_horizon(system, integrator, x0, us, h):
 
 
 _MINI_DIFFSIM_P1_CHECKS += (
-    _named_check("step_check", _check_cases, reference=step_check,
-                 outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=STEP_FD_RTOL), Output("误差平台 [start, stop]")),
-                 mistakes={"forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _step_check_variant(scheme="forward")),
-                           "mds_direction_unnormalised": Mistake(MDS_DIRECTION_UNNORMALISED, _step_check_variant(normalise=False)),
-                           "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _step_check_variant(stop_exclusive=True))}),
-    _named_check("grad_norm_horizon", _horizon_cases, reference=grad_norm_horizon,
-                 outputs=(Output("‖∂x_k/∂u_0‖，k = 1..N"),),
-                 mistakes={"mds_norm_shifted": Mistake(MDS_NORM_SHIFTED, _horizon_variant("shifted")),
-                           "mds_norm_last_input": Mistake(MDS_NORM_LAST_INPUT, _horizon_variant("last_input"))}),
+    _named_check(
+        "step_check",
+        _check_cases,
+        reference=step_check,
+        outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=STEP_FD_RTOL), Output("误差平台 [start, stop]")),
+        mistakes={
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _step_check_variant(scheme="forward")),
+            "mds_direction_unnormalised": Mistake(MDS_DIRECTION_UNNORMALISED, _step_check_variant(normalise=False)),
+            "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _step_check_variant(stop_exclusive=True)),
+        },
+    ),
+    _named_check(
+        "grad_norm_horizon",
+        _horizon_cases,
+        reference=grad_norm_horizon,
+        outputs=(Output("‖∂x_k/∂u_0‖，k = 1..N"),),
+        mistakes={
+            "mds_norm_shifted": Mistake(MDS_NORM_SHIFTED, _horizon_variant("shifted")),
+            "mds_norm_last_input": Mistake(MDS_NORM_LAST_INPUT, _horizon_variant("last_input")),
+        },
+    ),
 )
 
 
@@ -379,7 +460,12 @@ def _force(law, phi, phi_dot, k, c, beta, variant=None):
 def _force_curves(phi, phi_dot, k, c, beta, pen_variant=None, sp_variant=None):
     pen = lambda p, pd: _force("penalty", p, pd, k, c, beta, pen_variant)  # noqa: E731
     sp = lambda p, pd: _force("softplus", p, pd, k, c, beta, sp_variant)  # noqa: E731
-    return pen(phi, phi_dot), sp(phi, phi_dot), jax.vmap(jax.grad(pen))(phi, phi_dot), jax.vmap(jax.grad(sp))(phi, phi_dot)
+    return (
+        pen(phi, phi_dot),
+        sp(phi, phi_dot),
+        jax.vmap(jax.grad(pen))(phi, phi_dot),
+        jax.vmap(jax.grad(sp))(phi, phi_dot),
+    )
 
 
 def _curves_variant(pen_variant=None, sp_variant=None):
@@ -409,12 +495,23 @@ def _curve_cases():
 
 
 _MINI_DIFFSIM_P2_CHECKS = (
-    Check("force_curves", _curve_cases, reference=force_curves,
-          outputs=(Output("penalty 力"), Output("softplus 力"), Output("penalty 力对 φ 的导数"), Output("softplus 力对 φ 的导数")),
-          mistakes={"mds_penalty_no_damping": Mistake(MDS_PENALTY_NO_DAMPING, _curves_variant(pen_variant="no_damping")),
-                    "mds_damper_ungated": Mistake(MDS_DAMPER_UNGATED, _curves_variant(pen_variant="ungated")),
-                    "mds_softplus_on_force": Mistake(MDS_SOFTPLUS_ON_FORCE, _curves_variant(sp_variant="on_force")),
-                    "mds_softplus_rate_gated": Mistake(MDS_SOFTPLUS_RATE_GATED, _curves_variant(sp_variant="rate_gated"))}),
+    Check(
+        "force_curves",
+        _curve_cases,
+        reference=force_curves,
+        outputs=(
+            Output("penalty 力"),
+            Output("softplus 力"),
+            Output("penalty 力对 φ 的导数"),
+            Output("softplus 力对 φ 的导数"),
+        ),
+        mistakes={
+            "mds_penalty_no_damping": Mistake(MDS_PENALTY_NO_DAMPING, _curves_variant(pen_variant="no_damping")),
+            "mds_damper_ungated": Mistake(MDS_DAMPER_UNGATED, _curves_variant(pen_variant="ungated")),
+            "mds_softplus_on_force": Mistake(MDS_SOFTPLUS_ON_FORCE, _curves_variant(sp_variant="on_force")),
+            "mds_softplus_rate_gated": Mistake(MDS_SOFTPLUS_RATE_GATED, _curves_variant(sp_variant="rate_gated")),
+        },
+    ),
 )
 
 
@@ -465,20 +562,47 @@ SWEEP_H, SWEEP_STEPS = 0.002, 250
 
 def _sweep_cases():
     return [
-        {"law": "penalty", "ks": np.array([200.0, 1500.0, 9000.0, 40000.0]), "beta": 1.0, "y0": 0.25, "v0": -0.6,
-         "h": SWEEP_H, "n_steps": SWEEP_STEPS},
-        {"law": "softplus", "ks": np.array([400.0, 3000.0, 25000.0]), "beta": 400.0, "y0": 0.15, "v0": -1.1,
-         "h": SWEEP_H, "n_steps": SWEEP_STEPS},
-        {"law": "softplus", "ks": np.array([600.0, 6000.0, 50000.0]), "beta": 3000.0, "y0": 0.3, "v0": 0.2,
-         "h": SWEEP_H, "n_steps": SWEEP_STEPS},
+        {
+            "law": "penalty",
+            "ks": np.array([200.0, 1500.0, 9000.0, 40000.0]),
+            "beta": 1.0,
+            "y0": 0.25,
+            "v0": -0.6,
+            "h": SWEEP_H,
+            "n_steps": SWEEP_STEPS,
+        },
+        {
+            "law": "softplus",
+            "ks": np.array([400.0, 3000.0, 25000.0]),
+            "beta": 400.0,
+            "y0": 0.15,
+            "v0": -1.1,
+            "h": SWEEP_H,
+            "n_steps": SWEEP_STEPS,
+        },
+        {
+            "law": "softplus",
+            "ks": np.array([600.0, 6000.0, 50000.0]),
+            "beta": 3000.0,
+            "y0": 0.3,
+            "v0": 0.2,
+            "h": SWEEP_H,
+            "n_steps": SWEEP_STEPS,
+        },
     ]
 
 
 _MINI_DIFFSIM_P2_CHECKS += (
-    _named_check("contact_sweep", _sweep_cases, reference=contact_sweep,
-                 outputs=(Output("最大穿透深度"), Output("法向力峰值"), Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F")),
-                 mistakes={"mds_peak_spring_only": Mistake(MDS_PEAK_SPRING_ONLY, _sweep_variant(force="spring")),
-                           "mds_grad_final_only": Mistake(MDS_GRAD_FINAL_ONLY, _sweep_variant(grad="final"))}),
+    _named_check(
+        "contact_sweep",
+        _sweep_cases,
+        reference=contact_sweep,
+        outputs=(Output("最大穿透深度"), Output("法向力峰值"), Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F")),
+        mistakes={
+            "mds_peak_spring_only": Mistake(MDS_PEAK_SPRING_ONLY, _sweep_variant(force="spring")),
+            "mds_grad_final_only": Mistake(MDS_GRAD_FINAL_ONLY, _sweep_variant(grad="final")),
+        },
+    ),
 )
 
 
@@ -510,10 +634,34 @@ BOUNDARY_FD_RTOL = 1e-6
 def _boundary_cases():
     eps = np.logspace(-1, -8, 8)
     cases = [
-        {"law": "penalty", "x0": np.array([3e-4, -0.8]), "beta": 1.0, "direction": np.array([1.0, 0.3]), "eps_list": eps},
-        {"law": "penalty", "x0": np.array([-2.2e-3, -0.5]), "beta": 1.0, "direction": np.array([1.0, -0.4]), "eps_list": eps},
-        {"law": "softplus", "x0": np.array([1.3e-3, -0.7]), "beta": 2000.0, "direction": np.array([0.8, 0.5]), "eps_list": eps},
-        {"law": "softplus", "x0": np.array([-4.5e-3, -0.3]), "beta": 300.0, "direction": np.array([1.0, 0.1]), "eps_list": eps},
+        {
+            "law": "penalty",
+            "x0": np.array([3e-4, -0.8]),
+            "beta": 1.0,
+            "direction": np.array([1.0, 0.3]),
+            "eps_list": eps,
+        },
+        {
+            "law": "penalty",
+            "x0": np.array([-2.2e-3, -0.5]),
+            "beta": 1.0,
+            "direction": np.array([1.0, -0.4]),
+            "eps_list": eps,
+        },
+        {
+            "law": "softplus",
+            "x0": np.array([1.3e-3, -0.7]),
+            "beta": 2000.0,
+            "direction": np.array([0.8, 0.5]),
+            "eps_list": eps,
+        },
+        {
+            "law": "softplus",
+            "x0": np.array([-4.5e-3, -0.3]),
+            "beta": 300.0,
+            "direction": np.array([1.0, 0.1]),
+            "eps_list": eps,
+        },
     ]
     for case in cases:  # every relative error is far from the threshold, so rounding cannot move the plateau
         ad, fd, _ = boundary_check(**case)
@@ -522,10 +670,20 @@ def _boundary_cases():
 
 
 _MINI_DIFFSIM_P2_CHECKS += (
-    _named_check("boundary_check", _boundary_cases, reference=boundary_check,
-                 outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=BOUNDARY_FD_RTOL), Output("误差平台 [start, stop]")),
-                 mistakes={"forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _boundary_variant(scheme="forward")),
-                           "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _boundary_variant(stop_exclusive=True))}),
+    _named_check(
+        "boundary_check",
+        _boundary_cases,
+        reference=boundary_check,
+        outputs=(
+            Output("AD 方向导数"),
+            Output("中心差分 FD(ε)", rtol=BOUNDARY_FD_RTOL),
+            Output("误差平台 [start, stop]"),
+        ),
+        mistakes={
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _boundary_variant(scheme="forward")),
+            "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _boundary_variant(stop_exclusive=True)),
+        },
+    ),
 )
 
 
@@ -584,14 +742,22 @@ def _loss_cases():
 WINDOW_RTOL = 1e-7
 
 _MINI_DIFFSIM_P3_CHECKS = (
-    _named_check("window_loss", _loss_cases, reference=_loss_variant(),
-                 outputs=(Output("窗口损失 L", rtol=WINDOW_RTOL), Output("损失分项 [跟踪, 控制, 穿透, 终端]", rtol=WINDOW_RTOL),
-                          Output("窗口状态 (B, h+1, 2)", rtol=WINDOW_RTOL)),
-                 mistakes={"mds_no_terminal": Mistake(MDS_NO_TERMINAL, _loss_variant("no_terminal")),
-                           "mds_batch_sum": Mistake(MDS_BATCH_SUM, _loss_variant("batch_sum")),
-                           "mds_cost_at_next_state": Mistake(MDS_COST_AT_NEXT_STATE, _loss_variant("cost_at_next_state")),
-                           "mds_pen_at_current_state": Mistake(MDS_PEN_AT_CURRENT_STATE,
-                                                               _loss_variant("pen_at_current_state"))}),
+    _named_check(
+        "window_loss",
+        _loss_cases,
+        reference=_loss_variant(),
+        outputs=(
+            Output("窗口损失 L", rtol=WINDOW_RTOL),
+            Output("损失分项 [跟踪, 控制, 穿透, 终端]", rtol=WINDOW_RTOL),
+            Output("窗口状态 (B, h+1, 2)", rtol=WINDOW_RTOL),
+        ),
+        mistakes={
+            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _loss_variant("no_terminal")),
+            "mds_batch_sum": Mistake(MDS_BATCH_SUM, _loss_variant("batch_sum")),
+            "mds_cost_at_next_state": Mistake(MDS_COST_AT_NEXT_STATE, _loss_variant("cost_at_next_state")),
+            "mds_pen_at_current_state": Mistake(MDS_PEN_AT_CURRENT_STATE, _loss_variant("pen_at_current_state")),
+        },
+    ),
 )
 
 
@@ -600,7 +766,8 @@ def _train_run(seed, horizon, n_iterations, value, switches, clip_on, step=task_
     """Clipped SGD as one lax.scan: raw and clipped gradient norms, window losses, eval before/after."""
     opt, clip = optax.sgd(LR), optax.clip_by_global_norm(CLIP)
     value_and_grad = jax.value_and_grad(
-        lambda th, xs: window_loss(th, xs, horizon, step, TERMINAL_VALUES[value], switches)[0])
+        lambda th, xs: window_loss(th, xs, horizon, step, TERMINAL_VALUES[value], switches)[0]
+    )
 
     def evaluate(theta):
         return window_loss(theta, start_states(EVAL_SEED, 0), EVAL_HORIZON, step, zero_value, switches)[0]
@@ -619,8 +786,14 @@ def _train_run(seed, horizon, n_iterations, value, switches, clip_on, step=task_
 
 def _train_variant(loss_variant=None, clip_on=True, record="raw"):
     def fn(horizon, n_iterations, seed, value):
-        run = _train_run(int(seed), int(horizon), int(n_iterations), value, jnp.asarray(_LOSS_VARIANTS[loss_variant]),
-                         jnp.asarray(clip_on))
+        run = _train_run(
+            int(seed),
+            int(horizon),
+            int(n_iterations),
+            value,
+            jnp.asarray(_LOSS_VARIANTS[loss_variant]),
+            jnp.asarray(clip_on),
+        )
         norms, used, losses, evals = (np.asarray(a) for a in run)
         if record == "after_clip":
             norms = used
@@ -653,14 +826,24 @@ def _train_cases():
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
-    _named_check("train", _train_cases, reference=_train_variant(),
-                 outputs=(Output("裁剪前的梯度范数", rtol=TRAIN_RTOL), Output("裁剪后的梯度范数", rtol=TRAIN_RTOL),
-                          Output("每次迭代的窗口损失", rtol=TRAIN_RTOL), Output("评估损失 [训练前, 训练后]", rtol=TRAIN_RTOL)),
-                 mistakes={"mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _train_variant(record="after_clip")),
-                           "mds_clipped_is_raw": Mistake(MDS_CLIPPED_IS_RAW, _train_variant(record="clipped_is_raw")),
-                           "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _train_variant("no_terminal")),
-                           "mds_batch_sum": Mistake(MDS_BATCH_SUM, _train_variant("batch_sum")),
-                           "mds_no_clip": Mistake(MDS_NO_CLIP, _train_variant(clip_on=False))}),
+    _named_check(
+        "train",
+        _train_cases,
+        reference=_train_variant(),
+        outputs=(
+            Output("裁剪前的梯度范数", rtol=TRAIN_RTOL),
+            Output("裁剪后的梯度范数", rtol=TRAIN_RTOL),
+            Output("每次迭代的窗口损失", rtol=TRAIN_RTOL),
+            Output("评估损失 [训练前, 训练后]", rtol=TRAIN_RTOL),
+        ),
+        mistakes={
+            "mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _train_variant(record="after_clip")),
+            "mds_clipped_is_raw": Mistake(MDS_CLIPPED_IS_RAW, _train_variant(record="clipped_is_raw")),
+            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _train_variant("no_terminal")),
+            "mds_batch_sum": Mistake(MDS_BATCH_SUM, _train_variant("batch_sum")),
+            "mds_no_clip": Mistake(MDS_NO_CLIP, _train_variant(clip_on=False)),
+        },
+    ),
 )
 
 #: A longer h = 32 run. After 25 iterations one-ulp perturbations of the dynamics (nine patterns) move its
@@ -684,15 +867,23 @@ def _long_run_cases():
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
-    _named_check("train_long", _long_run_cases, reference=_long_variant(),
-                 outputs=(Output(f"前 {LONG_PREFIX} 次迭代的 [裁剪前的梯度范数, 窗口损失]", rtol=TRAIN_RTOL),
-                          Output("性质检查“全程没有 NaN/Inf（梯度范数、损失、评估损失）”", "integer"),
-                          Output(f"性质检查“裁剪前的梯度范数记录到了接触尖峰（最大值 > {SPIKE:g}）”", "integer"),
-                          Output("性质检查“裁剪后的范数 = min(裁剪前的范数, CLIP)”", "integer"),
-                          Output("性质检查“评估损失下降（训练后 < 训练前）”", "integer")),
-                 mistakes={"mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _long_variant(record="after_clip")),
-                           "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _long_variant(loss_variant="no_terminal")),
-                           "mds_no_clip": Mistake(MDS_NO_CLIP, _long_variant(clip_on=False))}),
+    _named_check(
+        "train_long",
+        _long_run_cases,
+        reference=_long_variant(),
+        outputs=(
+            Output(f"前 {LONG_PREFIX} 次迭代的 [裁剪前的梯度范数, 窗口损失]", rtol=TRAIN_RTOL),
+            Output("性质检查“全程没有 NaN/Inf（梯度范数、损失、评估损失）”", "integer"),
+            Output(f"性质检查“裁剪前的梯度范数记录到了接触尖峰（最大值 > {SPIKE:g}）”", "integer"),
+            Output("性质检查“裁剪后的范数 = min(裁剪前的范数, CLIP)”", "integer"),
+            Output("性质检查“评估损失下降（训练后 < 训练前）”", "integer"),
+        ),
+        mistakes={
+            "mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _long_variant(record="after_clip")),
+            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _long_variant(loss_variant="no_terminal")),
+            "mds_no_clip": Mistake(MDS_NO_CLIP, _long_variant(clip_on=False)),
+        },
+    ),
 )
 
 
@@ -723,8 +914,14 @@ def _panel_run(seed, horizon, n_iterations, value, variant=None, step=task_step)
         else:
             fd = (plus - loss_fn(theta - PANEL_EPS * d, x_starts)[0]) / (2 * PANEL_EPS)
         ad = jnp.dot(g, d)
-        row = (terms, jnp.linalg.norm(g), count.astype(jnp.float64), jnp.maximum(0.0, -jnp.min(ys)),
-               jnp.max(task_force(ys, vs)), jnp.abs(ad - fd) / jnp.maximum(1.0, jnp.maximum(jnp.abs(ad), jnp.abs(fd))))
+        row = (
+            terms,
+            jnp.linalg.norm(g),
+            count.astype(jnp.float64),
+            jnp.maximum(0.0, -jnp.min(ys)),
+            jnp.max(task_force(ys, vs)),
+            jnp.abs(ad - fd) / jnp.maximum(1.0, jnp.maximum(jnp.abs(ad), jnp.abs(fd))),
+        )
         return row, g
 
     def iteration(carry, i):
@@ -779,13 +976,24 @@ def _panel_cases():
 
 
 _MINI_DIFFSIM_P4_CHECKS = (
-    _named_check("panel_data", _panel_cases, reference=_panel_variant(),
-                 outputs=(Output("loss 分项 (n, 4)", rtol=PANEL_RTOL), Output("梯度范数", rtol=PANEL_RTOL), Output("接触数量"),
-                          Output("最大穿透深度", rtol=PANEL_RTOL), Output("接触力峰值", rtol=PANEL_RTOL),
-                          Output("有限差分误差", rtol=PANEL_FD_RTOL)),
-                 mistakes={"mds_panel_after_update": Mistake(MDS_PANEL_AFTER_UPDATE, _panel_variant("after_update")),
-                           "mds_contact_by_force": Mistake(MDS_CONTACT_BY_FORCE, _panel_variant("contact_by_force")),
-                           "mds_fd_forward": Mistake(MDS_FD_FORWARD, _panel_variant("fd_forward"))}),
+    _named_check(
+        "panel_data",
+        _panel_cases,
+        reference=_panel_variant(),
+        outputs=(
+            Output("loss 分项 (n, 4)", rtol=PANEL_RTOL),
+            Output("梯度范数", rtol=PANEL_RTOL),
+            Output("接触数量"),
+            Output("最大穿透深度", rtol=PANEL_RTOL),
+            Output("接触力峰值", rtol=PANEL_RTOL),
+            Output("有限差分误差", rtol=PANEL_FD_RTOL),
+        ),
+        mistakes={
+            "mds_panel_after_update": Mistake(MDS_PANEL_AFTER_UPDATE, _panel_variant("after_update")),
+            "mds_contact_by_force": Mistake(MDS_CONTACT_BY_FORCE, _panel_variant("contact_by_force")),
+            "mds_fd_forward": Mistake(MDS_FD_FORWARD, _panel_variant("fd_forward")),
+        },
+    ),
 )
 
 
@@ -798,59 +1006,145 @@ _MINI_DIFFSIM_P4_CHECKS = (
 _P2_KEEP = ("forces_answer", "ball_answer")
 
 EXERCISES = (
-    Exercise("mini_diffsim_p1", _MINI_DIFFSIM_P1_CHECKS, wrong_answers=(
-        # semi-implicit Euler updates the position with the OLD velocity; RK4 stages 2 and 3 take full steps
-        WrongAnswer("题目要求半隐式欧拉", keep=("steps_answer",), edits={"integrators_answer": [
-            ("q_next = x[:n] + h * f(jnp.concatenate([x[:n], v_next]), u, p)[:n]",
-             "q_next = x[:n] + h * f(x, u, p)[:n]  # position with the OLD velocity"),
-            ("k2 = f(x + 0.5 * h * k1, u, p)", "k2 = f(x + h * k1, u, p)"),
-            ("k3 = f(x + 0.5 * h * k2, u, p)", "k3 = f(x + h * k2, u, p)"),
-        ]}),
-        # a forward difference in the directional check; the rollout collects x_0 .. x_{N-1}
-        WrongAnswer("前向差分", keep=("integrators_answer",), edits={
-            "check_answer": [("(float(loss(z + e * d)) - float(loss(z - e * d))) / (2 * e)",
-                              "(float(loss(z + e * d)) - float(loss(z))) / e")],
-            "horizon_answer": [("return x_next, x_next", "return x_next, x  # collects x_0 .. x_{N-1}")],
-        }),
-    )),
-    Exercise("mini_diffsim_p2", _MINI_DIFFSIM_P2_CHECKS, wrong_answers=(
-        # the penalty law without its damper; the softplus law's rate still gated by [phi < 0]
-        WrongAnswer("只有弹簧项", edits={"forces_answer": [
-            ("d_dot = jnp.where(phi < 0, -phi_dot, 0.0)\n    return jnp.maximum(0.0, k * d + c * d_dot)", "return k * d"),
-            ("d_dot = -phi_dot * jax.nn.sigmoid(-beta * phi)", "d_dot = jnp.where(phi < 0, -phi_dot, 0.0)"),
-        ]}),
-        # only the last ||dx_N/dx_0||_F of the sweep; a forward difference at the contact boundary
-        WrongAnswer("只取最后一步", keep=_P2_KEEP, edits={
-            "sweep_answer": [("float(jnp.max(jnp.linalg.norm(sens, axis=(1, 2))))", "float(jnp.linalg.norm(sens[-1]))")],
-            "boundary_answer": [("(float(loss(x0 + e * d)) - float(loss(x0 - e * d))) / (2 * e)",
-                                 "(float(loss(x0 + e * d)) - float(loss(x0))) / e")],
-        }),
-    ), constants={"SWEEP_DAMPING": SWEEP_DAMPING, "CHECK_H": CHECK_H, "CHECK_K": CHECK_K, "CHECK_C": CHECK_C}),
-    Exercise("mini_diffsim_p3", _MINI_DIFFSIM_P3_CHECKS, wrong_answers=(
-        WrongAnswer("没有加终端价值", keep=("train_answer",), edits={"loss_answer": [  # terminal value dropped
-            ("jnp.append(acc, terminal_value(x_end))", "jnp.append(acc, 0.0)"),
-        ]}),
-        WrongAnswer("没有裁剪梯度", keep=("loss_answer",), edits={"train_answer": [  # the unclipped optimiser
-            ("optimizer = OPTIMIZERS[clip]", "optimizer = OPTIMIZERS[False]"),
-        ]}),
-        WrongAnswer("裁剪之前", keep=("loss_answer",), edits={"train_answer": [  # the norm recorded after clipping
-            ("g_norm = jnp.linalg.norm(grad)", "g_norm = jnp.minimum(jnp.linalg.norm(grad), CLIP)  # after clipping"),
-        ]}),
-    )),
-    Exercise("mini_diffsim_p4", _MINI_DIFFSIM_P4_CHECKS, wrong_answers=(
-        # contact counted by force > 0; a forward difference in the FD column
-        WrongAnswer("按间隙判定接触", edits={"panel_answer": [
-            ("jnp.sum(y < 0)", "jnp.sum(force_fn(y, v) > 0)"),
-            ("f = (sides[0] - sides[1]) / (2 * PANEL_EPS)", "f = (sides[0] - loss) / PANEL_EPS"),
-        ]}),
-        # the row taken after the parameter update
-        WrongAnswer("在参数更新之后记录", edits={"panel_answer": [
-            ("    (loss, (terms, states)), grad = jax.value_and_grad",
-             "    updates, opt_state = optimizer.update(jax.grad(lambda t: loss_fn(t, x_starts, horizon)[0])(theta), opt_state, theta)\n"
-             "    theta = optax.apply_updates(theta, updates)  # updated BEFORE the row is taken\n"
-             "    (loss, (terms, states)), grad = jax.value_and_grad"),
-            ("    updates, opt_state = optimizer.update(grad, opt_state, theta)\n    return row, optax.apply_updates(theta, updates), opt_state",
-             "    return row, theta, opt_state"),
-        ]}),
-    )),
+    Exercise(
+        "mini_diffsim_p1",
+        _MINI_DIFFSIM_P1_CHECKS,
+        wrong_answers=(
+            # semi-implicit Euler updates the position with the OLD velocity; RK4 stages 2 and 3 take full steps
+            WrongAnswer(
+                "题目要求半隐式欧拉",
+                keep=("steps_answer",),
+                edits={
+                    "integrators_answer": [
+                        (
+                            "q_next = x[:n] + h * f(jnp.concatenate([x[:n], v_next]), u, p)[:n]",
+                            "q_next = x[:n] + h * f(x, u, p)[:n]  # position with the OLD velocity",
+                        ),
+                        ("k2 = f(x + 0.5 * h * k1, u, p)", "k2 = f(x + h * k1, u, p)"),
+                        ("k3 = f(x + 0.5 * h * k2, u, p)", "k3 = f(x + h * k2, u, p)"),
+                    ]
+                },
+            ),
+            # a forward difference in the directional check; the rollout collects x_0 .. x_{N-1}
+            WrongAnswer(
+                "前向差分",
+                keep=("integrators_answer",),
+                edits={
+                    "check_answer": [
+                        (
+                            "(float(loss(z + e * d)) - float(loss(z - e * d))) / (2 * e)",
+                            "(float(loss(z + e * d)) - float(loss(z))) / e",
+                        )
+                    ],
+                    "horizon_answer": [("return x_next, x_next", "return x_next, x  # collects x_0 .. x_{N-1}")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "mini_diffsim_p2",
+        _MINI_DIFFSIM_P2_CHECKS,
+        wrong_answers=(
+            # the penalty law without its damper; the softplus law's rate still gated by [phi < 0]
+            WrongAnswer(
+                "只有弹簧项",
+                edits={
+                    "forces_answer": [
+                        (
+                            "d_dot = jnp.where(phi < 0, -phi_dot, 0.0)\n    return jnp.maximum(0.0, k * d + c * d_dot)",
+                            "return k * d",
+                        ),
+                        ("d_dot = -phi_dot * jax.nn.sigmoid(-beta * phi)", "d_dot = jnp.where(phi < 0, -phi_dot, 0.0)"),
+                    ]
+                },
+            ),
+            # only the last ||dx_N/dx_0||_F of the sweep; a forward difference at the contact boundary
+            WrongAnswer(
+                "只取最后一步",
+                keep=_P2_KEEP,
+                edits={
+                    "sweep_answer": [
+                        ("float(jnp.max(jnp.linalg.norm(sens, axis=(1, 2))))", "float(jnp.linalg.norm(sens[-1]))")
+                    ],
+                    "boundary_answer": [
+                        (
+                            "(float(loss(x0 + e * d)) - float(loss(x0 - e * d))) / (2 * e)",
+                            "(float(loss(x0 + e * d)) - float(loss(x0))) / e",
+                        )
+                    ],
+                },
+            ),
+        ),
+        constants={"SWEEP_DAMPING": SWEEP_DAMPING, "CHECK_H": CHECK_H, "CHECK_K": CHECK_K, "CHECK_C": CHECK_C},
+    ),
+    Exercise(
+        "mini_diffsim_p3",
+        _MINI_DIFFSIM_P3_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "没有加终端价值",
+                keep=("train_answer",),
+                edits={
+                    "loss_answer": [  # terminal value dropped
+                        ("jnp.append(acc, terminal_value(x_end))", "jnp.append(acc, 0.0)"),
+                    ]
+                },
+            ),
+            WrongAnswer(
+                "没有裁剪梯度",
+                keep=("loss_answer",),
+                edits={
+                    "train_answer": [  # the unclipped optimiser
+                        ("optimizer = OPTIMIZERS[clip]", "optimizer = OPTIMIZERS[False]"),
+                    ]
+                },
+            ),
+            WrongAnswer(
+                "裁剪之前",
+                keep=("loss_answer",),
+                edits={
+                    "train_answer": [  # the norm recorded after clipping
+                        (
+                            "g_norm = jnp.linalg.norm(grad)",
+                            "g_norm = jnp.minimum(jnp.linalg.norm(grad), CLIP)  # after clipping",
+                        ),
+                    ]
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "mini_diffsim_p4",
+        _MINI_DIFFSIM_P4_CHECKS,
+        wrong_answers=(
+            # contact counted by force > 0; a forward difference in the FD column
+            WrongAnswer(
+                "按间隙判定接触",
+                edits={
+                    "panel_answer": [
+                        ("jnp.sum(y < 0)", "jnp.sum(force_fn(y, v) > 0)"),
+                        ("f = (sides[0] - sides[1]) / (2 * PANEL_EPS)", "f = (sides[0] - loss) / PANEL_EPS"),
+                    ]
+                },
+            ),
+            # the row taken after the parameter update
+            WrongAnswer(
+                "在参数更新之后记录",
+                edits={
+                    "panel_answer": [
+                        (
+                            "    (loss, (terms, states)), grad = jax.value_and_grad",
+                            "    updates, opt_state = optimizer.update(jax.grad(lambda t: loss_fn(t, x_starts, horizon)[0])(theta), opt_state, theta)\n"
+                            "    theta = optax.apply_updates(theta, updates)  # updated BEFORE the row is taken\n"
+                            "    (loss, (terms, states)), grad = jax.value_and_grad",
+                        ),
+                        (
+                            "    updates, opt_state = optimizer.update(grad, opt_state, theta)\n    return row, optax.apply_updates(theta, updates), opt_state",
+                            "    return row, theta, opt_state",
+                        ),
+                    ]
+                },
+            ),
+        ),
+    ),
 )

@@ -51,10 +51,7 @@ def fd_grad(u, dt, eps=1e-6, scheme="central"):
 
 def _cases():
     rng = np.random.default_rng(104_101)
-    return [
-        {"u": rng.normal(size=n).round(6), "dt": dt}
-        for n, dt in ((7, 0.05), (23, 0.1), (40, 0.02))
-    ]
+    return [{"u": rng.normal(size=n).round(6), "dt": dt} for n, dt in ((7, 0.05), (23, 0.1), (40, 0.02))]
 
 
 def _shifted_horizon(u, dt, shift):
@@ -67,17 +64,21 @@ def _shifted_horizon(u, dt, shift):
 
 _S04_1_EX1_CHECKS = (
     Check(
-        "fd_grad", _cases,
+        "fd_grad",
+        _cases,
         reference=lambda u, dt: (analytic_grad(u, dt), 2 * len(u)),
         outputs=(Output("中心差分梯度", "finite_difference"), Output("仿真次数")),
         mistakes={
-            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))),
+            "explicit_euler": Mistake(
+                messages.EXPLICIT_EULER, lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))
+            ),
             "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt: (analytic_grad(u, dt), len(u))),
             "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt: (analytic_grad(u, dt), len(u) + 1)),
         },
     ),
     Check(
-        "analytic_grad", _cases,
+        "analytic_grad",
+        _cases,
         reference=lambda u, dt: analytic_grad(u, dt),
         outputs=(Output("解析梯度", "exact"),),
         mistakes={
@@ -108,7 +109,9 @@ S041_X0_ZERO = "结果与“从原点出发仿真”吻合：仿真应从测量�
 S041_POSITION_ONLY = "结果与“只比较位置”吻合：损失要把位置误差和速度误差都计入（Q = I）。"
 S041_MEAN = "结果与“对平方误差取平均”吻合：本题的损失是对所有时刻、两个状态分量求和，不取平均。"
 S041_TERMINAL_ONLY = "结果与只用终点灵敏度 ∂x_N/∂p（2×3 矩阵，秩至多为 2）吻合：要把 k = 0..N 每个时刻的 ∂x_k/∂p 纵向堆叠成 2(N+1)×3 的矩阵再求秩。"
-S041_NO_THRESHOLD = "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。"
+S041_NO_THRESHOLD = (
+    "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。"
+)
 
 
 def _sign_block(x, u, p):
@@ -243,31 +246,45 @@ def _sysid_output(index):
 
 _S04_1_EX2_CHECKS = (
     Check(
-        "simulate", _fb_sim_cases,
+        "simulate",
+        _fb_sim_cases,
         reference=lambda p, us, x0: fb_simulate(p, us, x0),
         outputs=(Output("状态轨迹", "exact"),),
-        mistakes={name: Mistake(message, partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v))
-                  for name, (message, v) in _SIM_VARIANTS.items()},
+        mistakes={
+            name: Mistake(message, partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v))
+            for name, (message, v) in _SIM_VARIANTS.items()
+        },
     ),
     Check(
-        "sysid_loss", _fb_sysid_cases,
+        "sysid_loss",
+        _fb_sysid_cases,
         reference=_sysid_output(0),
         outputs=(Output("辨识损失", "exact"),),
-        mistakes={name: Mistake(message, partial(_sysid_output(0), **v)) for name, (message, v) in _SYSID_VARIANTS.items()},
+        mistakes={
+            name: Mistake(message, partial(_sysid_output(0), **v)) for name, (message, v) in _SYSID_VARIANTS.items()
+        },
     ),
     Check(
-        "sysid_grad", _fb_sysid_cases,
+        "sysid_grad",
+        _fb_sysid_cases,
         reference=_sysid_output(1),
         outputs=(Output("损失对 p 的梯度", "exact"),),
-        mistakes={name: Mistake(message, partial(_sysid_output(1), **v)) for name, (message, v) in _SYSID_VARIANTS.items()},
+        mistakes={
+            name: Mistake(message, partial(_sysid_output(1), **v)) for name, (message, v) in _SYSID_VARIANTS.items()
+        },
     ),
     Check(
-        "sensitivity_rank", _fb_rank_cases,
+        "sensitivity_rank",
+        _fb_rank_cases,
         reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
         outputs=(Output("数值秩", "exact"),),
         mistakes={
-            "s041_terminal_only": Mistake(S041_TERMINAL_ONLY, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True)),
-            "s041_no_threshold": Mistake(S041_NO_THRESHOLD, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True)),
+            "s041_terminal_only": Mistake(
+                S041_TERMINAL_ONLY, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True)
+            ),
+            "s041_no_threshold": Mistake(
+                S041_NO_THRESHOLD, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True)
+            ),
         },
     ),
 )
@@ -276,24 +293,47 @@ _S04_1_EX2_CHECKS = (
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
-    Exercise("s04_1_ex1", _S04_1_EX1_CHECKS, wrong_answers=(
-        # one rollout counted per component; the analytic gradient of explicit Euler (position with the old velocity)
-        WrongAnswer("2N", edits={
-            "fd_grad_answer": [("calls += 2", "calls += 1")],
-            "analytic_grad_answer": [("        v += dt * a\n        q_n += dt * v", "        q_n += dt * v\n        v += dt * a"),
-                                     ("(n - np.arange(n))", "(n - 1 - np.arange(n))")],
-        }),
-    )),
-    Exercise("s04_1_ex2", _S04_1_EX2_CHECKS,
-             constants={"DT": FB_DT, "V_SMOOTH": FB_V_SMOOTH, "RTOL": FB_RTOL}, wrong_answers=(
-        # FrictionBlockParams built without v_smooth: the library default 0.01 instead of V_SMOOTH = 0.05
-        WrongAnswer("v_s = 0.01", keep=("sysid_loss_answer", "sysid_grad_answer", "sensitivity_rank_answer"), edits={
-            "simulate_answer": [(", coulomb=p[2], v_smooth=V_SMOOTH)", ", coulomb=p[2])")],
-        }),
-        # mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only
-        WrongAnswer("终点", keep=("simulate_answer", "sysid_grad_answer"), edits={
-            "sysid_loss_answer": [("return jnp.sum((predicted - measured) ** 2)", "return jnp.mean((predicted - measured) ** 2)")],
-            "sensitivity_rank_answer": [("np.asarray(stacked).reshape(-1, 3)", "np.asarray(stacked)[-1]")],
-        }),
-    )),
+    Exercise(
+        "s04_1_ex1",
+        _S04_1_EX1_CHECKS,
+        wrong_answers=(
+            # one rollout counted per component; the analytic gradient of explicit Euler (position with the old velocity)
+            WrongAnswer(
+                "2N",
+                edits={
+                    "fd_grad_answer": [("calls += 2", "calls += 1")],
+                    "analytic_grad_answer": [
+                        ("        v += dt * a\n        q_n += dt * v", "        q_n += dt * v\n        v += dt * a"),
+                        ("(n - np.arange(n))", "(n - 1 - np.arange(n))"),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_1_ex2",
+        _S04_1_EX2_CHECKS,
+        constants={"DT": FB_DT, "V_SMOOTH": FB_V_SMOOTH, "RTOL": FB_RTOL},
+        wrong_answers=(
+            # FrictionBlockParams built without v_smooth: the library default 0.01 instead of V_SMOOTH = 0.05
+            WrongAnswer(
+                "v_s = 0.01",
+                keep=("sysid_loss_answer", "sysid_grad_answer", "sensitivity_rank_answer"),
+                edits={
+                    "simulate_answer": [(", coulomb=p[2], v_smooth=V_SMOOTH)", ", coulomb=p[2])")],
+                },
+            ),
+            # mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only
+            WrongAnswer(
+                "终点",
+                keep=("simulate_answer", "sysid_grad_answer"),
+                edits={
+                    "sysid_loss_answer": [
+                        ("return jnp.sum((predicted - measured) ** 2)", "return jnp.mean((predicted - measured) ** 2)")
+                    ],
+                    "sensitivity_rank_answer": [("np.asarray(stacked).reshape(-1, 3)", "np.asarray(stacked)[-1]")],
+                },
+            ),
+        ),
+    ),
 )

@@ -22,15 +22,23 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-AB_CONTINUOUS_TIME = "结果与连续时间矩阵 A_c=∂f/∂x、B_c=∂f/∂u 吻合：那是连续方程右端的导数，还没经过积分器；要对离散步进映射 F_h 求导。"
+AB_CONTINUOUS_TIME = (
+    "结果与连续时间矩阵 A_c=∂f/∂x、B_c=∂f/∂u 吻合：那是连续方程右端的导数，还没经过积分器；要对离散步进映射 F_h 求导。"
+)
 AB_EXACT_ZOH = "B 的第一个元素是 h²/2：这是输入在一步内保持不变时的精确离散化，不是题目要的欧拉格式（显式欧拉这里是 0，半隐式欧拉是 h²）。"
 LIPM_EXPLICIT_EULER = "结果与显式欧拉近似 A = I + Δt·A_c、B = Δt·B_c 吻合：那只是一阶近似，题目要求零阶保持下的精确离散化 A = e^{A_c Δt}（cosh/sinh 的形式）。"
-LIPM_SEMI_IMPLICIT_EULER = "结果与半隐式欧拉步的 Jacobian 吻合：题目要求零阶保持下的精确离散化（矩阵指数），不是任何一种欧拉格式。"
+LIPM_SEMI_IMPLICIT_EULER = (
+    "结果与半隐式欧拉步的 Jacobian 吻合：题目要求零阶保持下的精确离散化（矩阵指数），不是任何一种欧拉格式。"
+)
 LIPM_RK4 = "结果与单步 RK4 的 Jacobian 吻合：RK4 只把矩阵指数展开到 4 阶，误差约 (ωΔt)⁵/120；题目要求精确离散化。"
 LIPM_OMEGA_WITHOUT_SQRT = "结果与 ω = g/h_com（忘了开方）时的值吻合：自然频率是 ω = √(g/h_com)，即 ω² = g/h_com。"
-LIPM_RECTANGLE_B = "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。"
+LIPM_RECTANGLE_B = (
+    "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。"
+)
 CHAIN_TRANSPOSED_STEPS = "每一步的 A_k 都被转置了：A_k[i, j] 应是 ∂x_{k+1}[i]/∂x_k[j]（行对应输出、列对应输入）。"
-CHAIN_SHIFTED_STATES = "结果与在 x_{k+1} 处线性化的值吻合：A_k、B_k 要在 (x_k, u_k) 处求，即用 xs 的前 N 行，而不是后 N 行。"
+CHAIN_SHIFTED_STATES = (
+    "结果与在 x_{k+1} 处线性化的值吻合：A_k、B_k 要在 (x_k, u_k) 处求，即用 xs 的前 N 行，而不是后 N 行。"
+)
 CHAIN_FROBENIUS = "结果与 Frobenius 范数吻合：题目要的是谱范数 ‖A_k‖₂（最大奇异值），例如 np.linalg.norm(A, 2)。"
 CHAIN_SPECTRAL_RADIUS = "结果与谱半径 max|λ(A_k)| 吻合：题目要的是谱范数（最大奇异值）；对非正规矩阵两者并不相等。"
 CHAIN_ASCENDING = "奇异值的顺序反了：每一行应从大到小排列（σ₁ ≥ σ₂）；np.linalg.eigvalsh 等函数是从小到大返回的。"
@@ -53,7 +61,9 @@ def ab_explicit(dt):
 
 
 def ab_semi_implicit(dt):
-    return _step_jacobians(cl.semi_implicit_euler(cl.double_integrator, dt), jnp.array([0.3, -0.2]), jnp.array([0.7]), _DI)
+    return _step_jacobians(
+        cl.semi_implicit_euler(cl.double_integrator, dt), jnp.array([0.3, -0.2]), jnp.array([0.7]), _DI
+    )
 
 
 def _ab_continuous(dt):
@@ -66,19 +76,35 @@ def _ab_exact(dt):
 
 def _ex1_cases():
     rng = np.random.default_rng(204_201)
-    return [{"dt": float(round(dt, 4))} for dt in (rng.uniform(0.02, 0.06), rng.uniform(0.12, 0.2), rng.uniform(0.3, 0.5))]
+    return [
+        {"dt": float(round(dt, 4))} for dt in (rng.uniform(0.02, 0.06), rng.uniform(0.12, 0.2), rng.uniform(0.3, 0.5))
+    ]
 
 
 _AB_OUTPUTS = (Output("矩阵 A", "exact"), Output("矩阵 B", "exact"))
 
 _S04_2_EX1_CHECKS = (
     Check(
-        "ab_explicit", _ex1_cases, reference=ab_explicit, outputs=_AB_OUTPUTS,
-        mistakes={"semi_implicit_euler": Mistake(messages.SEMI_IMPLICIT_EULER, ab_semi_implicit), "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact), "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous)},
+        "ab_explicit",
+        _ex1_cases,
+        reference=ab_explicit,
+        outputs=_AB_OUTPUTS,
+        mistakes={
+            "semi_implicit_euler": Mistake(messages.SEMI_IMPLICIT_EULER, ab_semi_implicit),
+            "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact),
+            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous),
+        },
     ),
     Check(
-        "ab_semi_implicit", _ex1_cases, reference=ab_semi_implicit, outputs=_AB_OUTPUTS,
-        mistakes={"explicit_euler": Mistake(messages.EXPLICIT_EULER, ab_explicit), "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact), "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous)},
+        "ab_semi_implicit",
+        _ex1_cases,
+        reference=ab_semi_implicit,
+        outputs=_AB_OUTPUTS,
+        mistakes={
+            "explicit_euler": Mistake(messages.EXPLICIT_EULER, ab_explicit),
+            "ab_exact_zoh": Mistake(AB_EXACT_ZOH, _ab_exact),
+            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _ab_continuous),
+        },
     ),
 )
 
@@ -109,7 +135,10 @@ def _lipm_euler(h_com, dt):
 def _lipm_integrator(name):
     def ab(h_com, dt):
         step = cl.make_integrator(name, cl.lipm, dt)
-        return _step_jacobians(step, jnp.array([0.05, 0.1]), jnp.array([0.02]), cl.LIPMParams(gravity=GRAVITY, height=h_com))
+        return _step_jacobians(
+            step, jnp.array([0.05, 0.1]), jnp.array([0.02]), cl.LIPMParams(gravity=GRAVITY, height=h_com)
+        )
+
     return ab
 
 
@@ -138,6 +167,7 @@ def _power_sensitivity(shift, ab=lipm_ab):
         power = int(N) - 1 + shift
         m = np.linalg.matrix_power(a, power) if power >= 0 else np.linalg.matrix_power(np.linalg.inv(a), -power)
         return m @ b
+
     return fn
 
 
@@ -150,12 +180,17 @@ def _ex2_ab_cases():
 def _ex2_sens_cases():
     rng = np.random.default_rng(204_203)
     heights = rng.uniform(0.45, 1.3, size=4).round(3)
-    return [{"h_com": float(h), "dt": dt, "N": n} for h, dt, n in zip(heights, (0.03, 0.01, 0.02, 0.05), (1, 37, 64, 9))]
+    return [
+        {"h_com": float(h), "dt": dt, "N": n} for h, dt, n in zip(heights, (0.03, 0.01, 0.02, 0.05), (1, 37, 64, 9))
+    ]
 
 
 _S04_2_EX2_CHECKS = (
     Check(
-        "lipm_ab", _ex2_ab_cases, reference=lipm_ab, outputs=_AB_OUTPUTS,
+        "lipm_ab",
+        _ex2_ab_cases,
+        reference=lipm_ab,
+        outputs=_AB_OUTPUTS,
         mistakes={
             "lipm_explicit_euler": Mistake(LIPM_EXPLICIT_EULER, _lipm_euler),
             "lipm_semi_implicit_euler": Mistake(LIPM_SEMI_IMPLICIT_EULER, _lipm_integrator("semi_implicit_euler")),
@@ -166,13 +201,19 @@ _S04_2_EX2_CHECKS = (
         },
     ),
     Check(
-        "sensitivity", _ex2_sens_cases, reference=sensitivity,
+        "sensitivity",
+        _ex2_sens_cases,
+        reference=sensitivity,
         outputs=(Output("∂x_N/∂u_0", "exact"),),
         mistakes={
             "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, _power_sensitivity(+1)),
             "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, _power_sensitivity(-1)),
-            "lipm_explicit_euler": Mistake(LIPM_EXPLICIT_EULER, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler)),
-            "lipm_omega_without_sqrt": Mistake(LIPM_OMEGA_WITHOUT_SQRT, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt)),
+            "lipm_explicit_euler": Mistake(
+                LIPM_EXPLICIT_EULER, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler)
+            ),
+            "lipm_omega_without_sqrt": Mistake(
+                LIPM_OMEGA_WITHOUT_SQRT, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt)
+            ),
         },
     ),
 )
@@ -192,13 +233,15 @@ def pendulum_rollout(x0, dt, n, us=None):
 def step_jacobians(xs, us, dt, integrator="semi_implicit_euler", offset=0):
     step = cl.make_integrator(integrator, cl.pendulum, dt)
     n = us.shape[0]
-    lin = cl.linearize_trajectory(step, jnp.asarray(xs)[offset:offset + n], jnp.asarray(us), _PEND)
+    lin = cl.linearize_trajectory(step, jnp.asarray(xs)[offset : offset + n], jnp.asarray(us), _PEND)
     return np.asarray(lin.A), np.asarray(lin.B)
 
 
 def _continuous_jacobians(xs, us, dt):
     n = us.shape[0]
-    a, b = jax.vmap(jax.jacobian(cl.pendulum, argnums=(0, 1)), in_axes=(0, 0, None))(jnp.asarray(xs[:n]), jnp.asarray(us), _PEND)
+    a, b = jax.vmap(jax.jacobian(cl.pendulum, argnums=(0, 1)), in_axes=(0, 0, None))(
+        jnp.asarray(xs[:n]), jnp.asarray(us), _PEND
+    )
     return np.asarray(a), np.asarray(b)
 
 
@@ -259,44 +302,75 @@ def _ex3_chain_cases(with_b):
             a, b = step_jacobians(xs, us, dt)
             out.append({"As": a, "Bs": b} if with_b else {"As": a})
         return out
+
     return cases
 
 
 _S04_2_EX3_CHECKS = (
     Check(
-        "step_jacobians", _ex3_jac_cases, reference=step_jacobians,
+        "step_jacobians",
+        _ex3_jac_cases,
+        reference=step_jacobians,
         outputs=(Output("A_k 序列", "exact"), Output("B_k 序列", "exact")),
         mistakes={
-            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler")),
-            "chain_shifted_states": Mistake(CHAIN_SHIFTED_STATES, lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1)),
-            "chain_transposed_steps": Mistake(CHAIN_TRANSPOSED_STEPS, lambda xs, us, dt: tuple(np.swapaxes(m, 1, 2) if i == 0 else m
-                                                            for i, m in enumerate(step_jacobians(xs, us, dt)))),
+            "explicit_euler": Mistake(
+                messages.EXPLICIT_EULER, lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler")
+            ),
+            "chain_shifted_states": Mistake(
+                CHAIN_SHIFTED_STATES, lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1)
+            ),
+            "chain_transposed_steps": Mistake(
+                CHAIN_TRANSPOSED_STEPS,
+                lambda xs, us, dt: tuple(
+                    np.swapaxes(m, 1, 2) if i == 0 else m for i, m in enumerate(step_jacobians(xs, us, dt))
+                ),
+            ),
             "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _continuous_jacobians),
         },
     ),
     Check(
-        "step_norms", _ex3_chain_cases(False), reference=step_norms,
+        "step_norms",
+        _ex3_chain_cases(False),
+        reference=step_norms,
         outputs=(Output("逐步谱范数", "exact"),),
-        mistakes={"chain_frobenius": Mistake(CHAIN_FROBENIUS, lambda As: step_norms(As, "fro")), "chain_spectral_radius": Mistake(CHAIN_SPECTRAL_RADIUS, _spectral_radius)},
+        mistakes={
+            "chain_frobenius": Mistake(CHAIN_FROBENIUS, lambda As: step_norms(As, "fro")),
+            "chain_spectral_radius": Mistake(CHAIN_SPECTRAL_RADIUS, _spectral_radius),
+        },
     ),
     Check(
-        "product_log10_sv", _ex3_chain_cases(False), reference=product_log10_sv,
+        "product_log10_sv",
+        _ex3_chain_cases(False),
+        reference=product_log10_sv,
         # sigma_min of a product with condition number c carries a relative error ~ c * eps whatever
         # the method, so exact agreement to 1e4 eps is not attainable: compare to 1.5e-5 of max |log10 sigma|.
         outputs=(Output("乘积奇异值的 log10", "finite_difference"),),
         mistakes={
             "chain_ascending": Mistake(CHAIN_ASCENDING, lambda As: product_log10_sv(As)[:, ::-1]),
-            "chain_step_singular_values": Mistake(CHAIN_STEP_SINGULAR_VALUES, lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False))),
+            "chain_step_singular_values": Mistake(
+                CHAIN_STEP_SINGULAR_VALUES, lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False))
+            ),
             "chain_natural_log": Mistake(CHAIN_NATURAL_LOG, lambda As: np.log(10.0) * product_log10_sv(As)),
-            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]]))),
+            "horizon_minus_one": Mistake(
+                messages.HORIZON_MINUS_ONE,
+                lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]])),
+            ),
         },
     ),
     Check(
-        "cumulative_grad_norms", _ex3_chain_cases(True), reference=cumulative_grad_norms,
+        "cumulative_grad_norms",
+        _ex3_chain_cases(True),
+        reference=cumulative_grad_norms,
         outputs=(Output("累计梯度范数", "exact"),),
         mistakes={
-            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))])),
-            "chain_norm_product": Mistake(CHAIN_NORM_PRODUCT, lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]]))),
+            "horizon_plus_one": Mistake(
+                messages.HORIZON_PLUS_ONE,
+                lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))]),
+            ),
+            "chain_norm_product": Mistake(
+                CHAIN_NORM_PRODUCT,
+                lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]])),
+            ),
         },
     ),
 )
@@ -306,38 +380,108 @@ _S04_2_EX3_CHECKS = (
 _FLOAT = ", dtype=np.float64)"
 
 EXERCISES = (
-    Exercise("s04_2_ex1", _S04_2_EX1_CHECKS, constants={"P_DI": _DI}, wrong_answers=(
-        WrongAnswer("题目要求半隐式欧拉", edits={  # the two schemes swapped
-            "ab_explicit_answer": [("B = np.array([[0.0], [dt]]" + _FLOAT, "B = np.array([[dt * dt], [dt]]" + _FLOAT)],
-            "ab_semi_implicit_answer": [("B = np.array([[dt * dt], [dt]]" + _FLOAT, "B = np.array([[0.0], [dt]]" + _FLOAT)],
-        }),
-        WrongAnswer("转置", keep=("ab_semi_implicit_answer",), edits={  # rows and columns mixed up: A transposed, B a row
-            "ab_explicit_answer": [("A = np.array([[1.0, dt], [0.0, 1.0]]", "A = np.array([[1.0, 0.0], [dt, 1.0]]"),
-                                   ("B = np.array([[0.0], [dt]]", "B = np.array([[0.0, dt]]")],
-        }),
-    )),
-    Exercise("s04_2_ex2", _S04_2_EX2_CHECKS, constants={"G": GRAVITY}, wrong_answers=(
-        WrongAnswer("零阶保持", keep=("sensitivity_answer",), edits={  # explicit Euler instead of the exact ZOH map
-            "lipm_ab_answer": [("    A = np.array([[ch, sh / w], [w * sh, ch]]" + _FLOAT + "\n    B = np.array([[1.0 - ch], [-w * sh]]" + _FLOAT,
-                                "    A = np.eye(2) + dt * np.array([[0.0, 1.0], [w * w, 0.0]])\n    B = dt * np.array([[0.0], [-w * w]])")],
-        }),
-        WrongAnswer("多算一步", keep=("lipm_ab_answer",), edits={  # one power of A too many
-            "sensitivity_answer": [("np.linalg.matrix_power(A, int(N) - 1)", "np.linalg.matrix_power(A, int(N))")],
-        }),
-    )),
-    Exercise("s04_2_ex3", _S04_2_EX3_CHECKS, constants={"P_PEND": _PEND}, wrong_answers=(
-        # Frobenius norm per step; singular values from eigvalsh of the Gram matrix (ascending)
-        WrongAnswer("从大到小", keep=("step_jacobians_answer", "cumulative_grad_norms_answer"), edits={
-            "step_norms_answer": [("return np.linalg.svd(np.asarray(As), compute_uv=False)[:, 0]",
-                                   "return np.array([np.linalg.norm(A) for A in As])")],
-            "product_log10_sv_answer": [("rows.append(np.linalg.svd(Phi, compute_uv=False))  # svd 已按从大到小排好",
-                                         "rows.append(np.sqrt(np.linalg.eigvalsh(Phi.T @ Phi)))")],
-        }),
-        # Jacobians transposed per step; the gradient "norm" as a product of step norms
-        WrongAnswer("上界", keep=("step_norms_answer", "product_log10_sv_answer"), edits={
-            "step_jacobians_answer": [("return np.asarray(As), np.asarray(Bs)", "return np.swapaxes(np.asarray(As), 1, 2), np.asarray(Bs)")],
-            "cumulative_grad_norms_answer": [("        J = A_k @ J  # dx_{k+1}/du_0 = A_k dx_k/du_0\n        out.append(np.linalg.norm(J, 2))",
-                                              "        out.append(out[-1] * np.linalg.norm(A_k, 2))")],
-        }),
-    )),
+    Exercise(
+        "s04_2_ex1",
+        _S04_2_EX1_CHECKS,
+        constants={"P_DI": _DI},
+        wrong_answers=(
+            WrongAnswer(
+                "题目要求半隐式欧拉",
+                edits={  # the two schemes swapped
+                    "ab_explicit_answer": [
+                        ("B = np.array([[0.0], [dt]]" + _FLOAT, "B = np.array([[dt * dt], [dt]]" + _FLOAT)
+                    ],
+                    "ab_semi_implicit_answer": [
+                        ("B = np.array([[dt * dt], [dt]]" + _FLOAT, "B = np.array([[0.0], [dt]]" + _FLOAT)
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "转置",
+                keep=("ab_semi_implicit_answer",),
+                edits={  # rows and columns mixed up: A transposed, B a row
+                    "ab_explicit_answer": [
+                        ("A = np.array([[1.0, dt], [0.0, 1.0]]", "A = np.array([[1.0, 0.0], [dt, 1.0]]"),
+                        ("B = np.array([[0.0], [dt]]", "B = np.array([[0.0, dt]]"),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_2_ex2",
+        _S04_2_EX2_CHECKS,
+        constants={"G": GRAVITY},
+        wrong_answers=(
+            WrongAnswer(
+                "零阶保持",
+                keep=("sensitivity_answer",),
+                edits={  # explicit Euler instead of the exact ZOH map
+                    "lipm_ab_answer": [
+                        (
+                            "    A = np.array([[ch, sh / w], [w * sh, ch]]"
+                            + _FLOAT
+                            + "\n    B = np.array([[1.0 - ch], [-w * sh]]"
+                            + _FLOAT,
+                            "    A = np.eye(2) + dt * np.array([[0.0, 1.0], [w * w, 0.0]])\n    B = dt * np.array([[0.0], [-w * w]])",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "多算一步",
+                keep=("lipm_ab_answer",),
+                edits={  # one power of A too many
+                    "sensitivity_answer": [
+                        ("np.linalg.matrix_power(A, int(N) - 1)", "np.linalg.matrix_power(A, int(N))")
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_2_ex3",
+        _S04_2_EX3_CHECKS,
+        constants={"P_PEND": _PEND},
+        wrong_answers=(
+            # Frobenius norm per step; singular values from eigvalsh of the Gram matrix (ascending)
+            WrongAnswer(
+                "从大到小",
+                keep=("step_jacobians_answer", "cumulative_grad_norms_answer"),
+                edits={
+                    "step_norms_answer": [
+                        (
+                            "return np.linalg.svd(np.asarray(As), compute_uv=False)[:, 0]",
+                            "return np.array([np.linalg.norm(A) for A in As])",
+                        )
+                    ],
+                    "product_log10_sv_answer": [
+                        (
+                            "rows.append(np.linalg.svd(Phi, compute_uv=False))  # svd 已按从大到小排好",
+                            "rows.append(np.sqrt(np.linalg.eigvalsh(Phi.T @ Phi)))",
+                        )
+                    ],
+                },
+            ),
+            # Jacobians transposed per step; the gradient "norm" as a product of step norms
+            WrongAnswer(
+                "上界",
+                keep=("step_norms_answer", "product_log10_sv_answer"),
+                edits={
+                    "step_jacobians_answer": [
+                        (
+                            "return np.asarray(As), np.asarray(Bs)",
+                            "return np.swapaxes(np.asarray(As), 1, 2), np.asarray(Bs)",
+                        )
+                    ],
+                    "cumulative_grad_norms_answer": [
+                        (
+                            "        J = A_k @ J  # dx_{k+1}/du_0 = A_k dx_k/du_0\n        out.append(np.linalg.norm(J, 2))",
+                            "        out.append(out[-1] * np.linalg.norm(A_k, 2))",
+                        )
+                    ],
+                },
+            ),
+        ),
+    ),
 )

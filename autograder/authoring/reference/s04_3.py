@@ -23,15 +23,25 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 
 S043_AMP_EXPLICIT_IS_IMPLICIT = "“显式欧拉”这一项等于隐式欧拉的 1/(1−ha)：显式与隐式欧拉的放大因子很可能对调了。"
 S043_AMP_IMPLICIT_AT_XK = "“隐式欧拉”这一项等于 1+ha，也就是把 f 取在了已知的 x_k 处（那是显式欧拉）；隐式欧拉要用 x_{k+1} 处的斜率，解出 x_{k+1} = x_k/(1−ha)。也可能是两种方法对调了。"
-S043_AMP_IMPLICIT_SIGN = "“隐式欧拉”这一项等于 1/(1+ha)：把 h·a·x_{k+1} 移到等式左边时符号错了，应为 (1−ha)·x_{k+1} = x_k。"
+S043_AMP_IMPLICIT_SIGN = (
+    "“隐式欧拉”这一项等于 1/(1+ha)：把 h·a·x_{k+1} 移到等式左边时符号错了，应为 (1−ha)·x_{k+1} = x_k。"
+)
 S043_MIDPOINT_FULL_STEP = "中点法这一项等于 1+z+z²（z=ha）：中间点应只走半步 x_k + (h/2)·f(x_k)，你走了整步。"
-S043_MIDPOINT_IMPLICIT = "中点法这一项等于隐式中点法的 (1+z/2)/(1−z/2)：本题要的是显式中点法 x_{k+1} = x_k + h·f(x_k + (h/2)·f(x_k))。"
+S043_MIDPOINT_IMPLICIT = (
+    "中点法这一项等于隐式中点法的 (1+z/2)/(1−z/2)：本题要的是显式中点法 x_{k+1} = x_k + h·f(x_k + (h/2)·f(x_k))。"
+)
 S043_MIDPOINT_IS_EULER = "中点法这一项等于 1+ha（显式欧拉）：中间点的斜率没有用上，漏了 z²/2 这一项。"
 S043_MASK_INVERTED = "掩码与参考值处处相反：你标出的是 |R(z)| > 1 的不稳定区域，题目要的是 |R(z)| ≤ 1。"
 S043_MASK_EULER_SWAPPED = "这个掩码与另一种欧拉法的稳定域一致：显式欧拉（圆心 −1、半径 1 的圆盘）与隐式欧拉（圆心 +1、半径 1 的圆盘之外）很可能对调了。"
-S043_MASK_REAL_PART_ONLY = "掩码与“只用 z 的实部”算出的结果一致：z = z_re + i·z_im 是复数，|R(z)| 要用复数模计算（可用 z = z_re + 1j*z_im）。"
-S043_MASK_MIDPOINT_IMPLICIT = "中点法的掩码恰好是左半平面，那是隐式中点法的稳定域：本题要显式中点法 R(z) = 1 + z + z²/2。"
-S043_COUPLING_SIGN = "结果与“耦合弹簧力符号写反”的模型一致：质量 1 受力 +k(q₂−q₁)，质量 2 受力 −k(q₂−q₁)，弹簧把两个质量拉向彼此。"
+S043_MASK_REAL_PART_ONLY = (
+    "掩码与“只用 z 的实部”算出的结果一致：z = z_re + i·z_im 是复数，|R(z)| 要用复数模计算（可用 z = z_re + 1j*z_im）。"
+)
+S043_MASK_MIDPOINT_IMPLICIT = (
+    "中点法的掩码恰好是左半平面，那是隐式中点法的稳定域：本题要显式中点法 R(z) = 1 + z + z²/2。"
+)
+S043_COUPLING_SIGN = (
+    "结果与“耦合弹簧力符号写反”的模型一致：质量 1 受力 +k(q₂−q₁)，质量 2 受力 −k(q₂−q₁)，弹簧把两个质量拉向彼此。"
+)
 S043_MASSES_SWAPPED = "结果与 m₁、m₂ 对调后的模型一致：检查两个加速度分别除以哪个质量。"
 S043_IMPLICIT_USED_EXPLICIT = "结果与显式欧拉一步一致：隐式欧拉的斜率取在未知的 x_{k+1} 处，要解线性方程 (I − hJ)·x_{k+1} = x_k，而不是直接用 f(x_k)。"
 S043_IMPLICIT_MATRIX_SIGN = "结果与解 (I + hJ)·x_{k+1} = x_k 一致：把 h·J·x_{k+1} 移到左边时要变号，矩阵应为 I − hJ。"
@@ -39,9 +49,13 @@ S043_IMPLICIT_TRANSPOSED = "结果与解 (I − hJ)ᵀ·x_{k+1} = x_k 一致：�
 S043_ENERGY_NO_COUPLING = "能量与“漏掉耦合弹簧势能 ½k(q₂−q₁)²”的结果一致：两根弹簧的势能都要算上。"
 S043_ENERGY_COUPLING_Q2 = "能量与“把耦合弹簧伸长量写成 q₂”的结果一致：连接两个质量的弹簧伸长量是 q₂ − q₁。"
 S043_ENERGY_NO_WALL = "能量与“漏掉墙边弹簧势能 ½k_wall·q₁²”的结果一致：两根弹簧的势能都要算上。"
-S043_ENERGY_SHIFTED = "能量序列与“从 x₁ 开始记录、多走一步”一致（off-by-one）：第 0 个值应是初始状态 x₀ 的能量，之后每步一个，共 N+1 个。"
+S043_ENERGY_SHIFTED = (
+    "能量序列与“从 x₁ 开始记录、多走一步”一致（off-by-one）：第 0 个值应是初始状态 x₀ 的能量，之后每步一个，共 N+1 个。"
+)
 S043_NATURAL_LOG = "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。"
-S043_NORM_POSITIONS_ONLY = "结果与“只对位置分量 (q₁, q₂) 求范数”一致：∂x_N/∂k 有四个分量 (q₁, q₂, v₁, v₂)，要对整个向量求 2-范数。"
+S043_NORM_POSITIONS_ONLY = (
+    "结果与“只对位置分量 (q₁, q₂) 求范数”一致：∂x_N/∂k 有四个分量 (q₁, q₂, v₁, v₂)，要对整个向量求 2-范数。"
+)
 
 
 # --- s04_3_ex1: amplification factors and stability masks ----------------------------------------
@@ -152,32 +166,50 @@ def _mask_variant(explicit=None, implicit=None, midpoint=None, real_only=False, 
     return fn
 
 
-_AMP_OUTPUTS = (Output("显式欧拉的放大因子", "exact"), Output("隐式欧拉的放大因子", "exact"), Output("显式中点法的放大因子", "exact"))
+_AMP_OUTPUTS = (
+    Output("显式欧拉的放大因子", "exact"),
+    Output("隐式欧拉的放大因子", "exact"),
+    Output("显式中点法的放大因子", "exact"),
+)
 _MASK_OUTPUTS = (Output("显式欧拉的稳定掩码"), Output("隐式欧拉的稳定掩码"), Output("显式中点法的稳定掩码"))
 
 _S04_3_EX1_CHECKS = (
     Check(
-        "amplification_factors", _amp_cases,
+        "amplification_factors",
+        _amp_cases,
         reference=amplification_factors,
         outputs=_AMP_OUTPUTS,
         mistakes={
-            "s043_amp_explicit_is_implicit": Mistake(S043_AMP_EXPLICIT_IS_IMPLICIT, _amp_variant(explicit=_CLOSED_R["implicit_euler"])),
-            "s043_amp_implicit_at_xk": Mistake(S043_AMP_IMPLICIT_AT_XK, _amp_variant(implicit=_CLOSED_R["explicit_euler"])),
+            "s043_amp_explicit_is_implicit": Mistake(
+                S043_AMP_EXPLICIT_IS_IMPLICIT, _amp_variant(explicit=_CLOSED_R["implicit_euler"])
+            ),
+            "s043_amp_implicit_at_xk": Mistake(
+                S043_AMP_IMPLICIT_AT_XK, _amp_variant(implicit=_CLOSED_R["explicit_euler"])
+            ),
             "s043_amp_implicit_sign": Mistake(S043_AMP_IMPLICIT_SIGN, _amp_variant(implicit=lambda z: 1 / (1 + z))),
             "s043_midpoint_full_step": Mistake(S043_MIDPOINT_FULL_STEP, _amp_variant(midpoint=lambda z: 1 + z + z**2)),
-            "s043_midpoint_implicit": Mistake(S043_MIDPOINT_IMPLICIT, _amp_variant(midpoint=_CLOSED_R["implicit_midpoint"])),
-            "s043_midpoint_is_euler": Mistake(S043_MIDPOINT_IS_EULER, _amp_variant(midpoint=_CLOSED_R["explicit_euler"])),
+            "s043_midpoint_implicit": Mistake(
+                S043_MIDPOINT_IMPLICIT, _amp_variant(midpoint=_CLOSED_R["implicit_midpoint"])
+            ),
+            "s043_midpoint_is_euler": Mistake(
+                S043_MIDPOINT_IS_EULER, _amp_variant(midpoint=_CLOSED_R["explicit_euler"])
+            ),
         },
     ),
     Check(
-        "stability_mask", _mask_cases,
+        "stability_mask",
+        _mask_cases,
         reference=stability_mask,
         outputs=_MASK_OUTPUTS,
         mistakes={
             "s043_mask_inverted": Mistake(S043_MASK_INVERTED, _mask_variant(invert=True)),
-            "s043_mask_euler_swapped": Mistake(S043_MASK_EULER_SWAPPED, _mask_variant(explicit="implicit_euler", implicit="explicit_euler")),
+            "s043_mask_euler_swapped": Mistake(
+                S043_MASK_EULER_SWAPPED, _mask_variant(explicit="implicit_euler", implicit="explicit_euler")
+            ),
             "s043_mask_real_part_only": Mistake(S043_MASK_REAL_PART_ONLY, _mask_variant(real_only=True)),
-            "s043_mask_midpoint_implicit": Mistake(S043_MASK_MIDPOINT_IMPLICIT, _mask_variant(midpoint="implicit_midpoint")),
+            "s043_mask_midpoint_implicit": Mistake(
+                S043_MASK_MIDPOINT_IMPLICIT, _mask_variant(midpoint="implicit_midpoint")
+            ),
         },
     ),
 )
@@ -255,8 +287,12 @@ def _energy(x, k, variant=None):
     q1, q2, v1, v2 = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
     kinetic = 0.5 * (M1 * v1**2 + M2 * v2**2)
     wall = 0.0 if variant == "s043_energy_no_wall" else 0.5 * K_WALL * q1**2
-    coupling = {None: 0.5 * k * (q2 - q1) ** 2, "s043_energy_no_wall": 0.5 * k * (q2 - q1) ** 2,
-                "s043_energy_no_coupling": 0.0, "s043_energy_coupling_q2": 0.5 * k * q2**2}[variant]
+    coupling = {
+        None: 0.5 * k * (q2 - q1) ** 2,
+        "s043_energy_no_wall": 0.5 * k * (q2 - q1) ** 2,
+        "s043_energy_no_coupling": 0.0,
+        "s043_energy_coupling_q2": 0.5 * k * q2**2,
+    }[variant]
     return kinetic + wall + coupling
 
 
@@ -269,8 +305,10 @@ def _trajectory(method, x0, h, k, n_steps, variant=None):
 
 
 def _energy_rollout(x0, h, k, n_steps, dynamics=None, energy=None, shift=0):
-    return tuple(_energy(_trajectory(m, x0, h, k, n_steps + shift, dynamics)[shift:], k, energy)
-                 for m in ("explicit", "implicit"))
+    return tuple(
+        _energy(_trajectory(m, x0, h, k, n_steps + shift, dynamics)[shift:], k, energy)
+        for m in ("explicit", "implicit")
+    )
 
 
 def energy_rollout(x0, h, k, n_steps):
@@ -327,9 +365,11 @@ def _grad_cases():
     rng = np.random.default_rng(403_203)
     return [
         {"x0": rng.normal(size=4).round(6), "h": h, "n_steps": n, "ks": np.asarray(ks, dtype=np.float64)}
-        for h, n, ks in ((0.05, 30, (1.0, 10.0, 100.0, 400.0)),
-                         (0.02, 70, (2.0, 30.0, 300.0, 2000.0, 5000.0)),
-                         (0.1, 12, (0.5, 5.0, 50.0)))
+        for h, n, ks in (
+            (0.05, 30, (1.0, 10.0, 100.0, 400.0)),
+            (0.02, 70, (2.0, 30.0, 300.0, 2000.0, 5000.0)),
+            (0.1, 12, (0.5, 5.0, 50.0)),
+        )
     ]
 
 
@@ -337,7 +377,8 @@ _STEP_OUTPUTS = (Output("下一步状态 x_{k+1}", "exact"),)
 
 _S04_3_EX2_CHECKS = (
     Check(
-        "step_explicit", _step_cases,
+        "step_explicit",
+        _step_cases,
         reference=step_explicit,
         outputs=_STEP_OUTPUTS,
         mistakes={
@@ -347,7 +388,8 @@ _S04_3_EX2_CHECKS = (
         },
     ),
     Check(
-        "step_implicit", _step_cases,
+        "step_implicit",
+        _step_cases,
         reference=step_implicit,
         outputs=_STEP_OUTPUTS,
         mistakes={
@@ -359,27 +401,54 @@ _S04_3_EX2_CHECKS = (
         },
     ),
     Check(
-        "energy_rollout", _energy_cases,
+        "energy_rollout",
+        _energy_cases,
         reference=energy_rollout,
         outputs=(Output("显式欧拉轨迹上的能量", "exact"), Output("隐式欧拉轨迹上的能量", "exact")),
         mistakes={
-            "s043_energy_no_coupling": Mistake(S043_ENERGY_NO_COUPLING, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_coupling")),
-            "s043_energy_coupling_q2": Mistake(S043_ENERGY_COUPLING_Q2, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_coupling_q2")),
-            "s043_energy_no_wall": Mistake(S043_ENERGY_NO_WALL, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_wall")),
-            "s043_energy_shifted": Mistake(S043_ENERGY_SHIFTED, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, shift=1)),
-            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, dynamics="coupling_sign")),
+            "s043_energy_no_coupling": Mistake(
+                S043_ENERGY_NO_COUPLING,
+                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_coupling"),
+            ),
+            "s043_energy_coupling_q2": Mistake(
+                S043_ENERGY_COUPLING_Q2,
+                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_coupling_q2"),
+            ),
+            "s043_energy_no_wall": Mistake(
+                S043_ENERGY_NO_WALL,
+                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_wall"),
+            ),
+            "s043_energy_shifted": Mistake(
+                S043_ENERGY_SHIFTED, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, shift=1)
+            ),
+            "s043_coupling_sign": Mistake(
+                S043_COUPLING_SIGN,
+                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, dynamics="coupling_sign"),
+            ),
         },
     ),
     Check(
-        "grad_norm_sweep", _grad_cases,
+        "grad_norm_sweep",
+        _grad_cases,
         reference=grad_norm_sweep,
         outputs=(Output("显式欧拉的 log10‖∂x_N/∂k‖", "exact"), Output("隐式欧拉的 log10‖∂x_N/∂k‖", "exact")),
         mistakes={
-            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks)),
-            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps + 1, ks)),
-            "s043_natural_log": Mistake(S043_NATURAL_LOG, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, log=np.log)),
-            "s043_norm_positions_only": Mistake(S043_NORM_POSITIONS_ONLY, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, components=slice(0, 2))),
-            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, dynamics="coupling_sign")),
+            "horizon_minus_one": Mistake(
+                messages.HORIZON_MINUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks)
+            ),
+            "horizon_plus_one": Mistake(
+                messages.HORIZON_PLUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps + 1, ks)
+            ),
+            "s043_natural_log": Mistake(
+                S043_NATURAL_LOG, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, log=np.log)
+            ),
+            "s043_norm_positions_only": Mistake(
+                S043_NORM_POSITIONS_ONLY,
+                lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, components=slice(0, 2)),
+            ),
+            "s043_coupling_sign": Mistake(
+                S043_COUPLING_SIGN, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, dynamics="coupling_sign")
+            ),
         },
     ),
 )
@@ -388,33 +457,72 @@ _S04_3_EX2_CHECKS = (
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
-    Exercise("s04_3_ex1", _S04_3_EX1_CHECKS, wrong_answers=(
-        # explicit and implicit Euler swapped; the mask marks the unstable points
-        WrongAnswer("对调", edits={
-            "amplification_answer": [("return r_explicit, r_implicit, r_midpoint", "return r_implicit, r_explicit, r_midpoint")],
-            "stability_mask_answer": [("np.abs(r) <= 1.0", "np.abs(r) > 1.0")],
-        }),
-        # midpoint stage taken with a full step; the imaginary part of z forgotten
-        WrongAnswer("只走半步", edits={
-            "amplification_answer": [("1.0 + z * (1.0 + 0.5 * z)", "1.0 + z * (1.0 + z)      ")],
-            "stability_mask_answer": [(" + 1j * np.asarray(z_im, dtype=np.float64)", "")],
-        }),
-    )),
-    Exercise("s04_3_ex2", _S04_3_EX2_CHECKS, constants={"M1": M1, "M2": M2, "K_WALL": K_WALL}, wrong_answers=(
-        # coupling force with the wrong sign in the explicit step; the implicit step takes the slope at x_k
-        WrongAnswer("I − hJ", edits={
-            "step_explicit_answer": [("    return x + h * f(x, k)",
-                                      "    q1, q2, v1, v2 = x[0], x[1], x[2], x[3]\n"
-                                      "    a1 = (-K_WALL * q1 - k * (q2 - q1)) / M1\n"
-                                      "    a2 = (k * (q2 - q1)) / M2\n"
-                                      "    return x + h * jnp.stack([v1, v2, a1, a2])")],
-            "step_implicit_answer": [("    lhs = jnp.eye(4) - h * system_matrix(k)\n    return jnp.linalg.solve(lhs, jnp.asarray(x))",
-                                      "    x = jnp.asarray(x)\n    return x + h * f(x, k)")],
-        }),
-        # the coupling spring's potential forgotten; the sensitivity rollout one step short
-        WrongAnswer("耦合弹簧势能", keep=("step_explicit_answer", "step_implicit_answer"), edits={
-            "energy_answer": [("    potential = 0.5 * K_WALL * q1**2 + 0.5 * k * (q2 - q1) ** 2", "    potential = 0.5 * K_WALL * q1**2")],
-            "grad_norm_answer": [("            for _ in range(n_steps):", "            for _ in range(n_steps - 1):")],
-        }),
-    )),
+    Exercise(
+        "s04_3_ex1",
+        _S04_3_EX1_CHECKS,
+        wrong_answers=(
+            # explicit and implicit Euler swapped; the mask marks the unstable points
+            WrongAnswer(
+                "对调",
+                edits={
+                    "amplification_answer": [
+                        ("return r_explicit, r_implicit, r_midpoint", "return r_implicit, r_explicit, r_midpoint")
+                    ],
+                    "stability_mask_answer": [("np.abs(r) <= 1.0", "np.abs(r) > 1.0")],
+                },
+            ),
+            # midpoint stage taken with a full step; the imaginary part of z forgotten
+            WrongAnswer(
+                "只走半步",
+                edits={
+                    "amplification_answer": [("1.0 + z * (1.0 + 0.5 * z)", "1.0 + z * (1.0 + z)      ")],
+                    "stability_mask_answer": [(" + 1j * np.asarray(z_im, dtype=np.float64)", "")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_3_ex2",
+        _S04_3_EX2_CHECKS,
+        constants={"M1": M1, "M2": M2, "K_WALL": K_WALL},
+        wrong_answers=(
+            # coupling force with the wrong sign in the explicit step; the implicit step takes the slope at x_k
+            WrongAnswer(
+                "I − hJ",
+                edits={
+                    "step_explicit_answer": [
+                        (
+                            "    return x + h * f(x, k)",
+                            "    q1, q2, v1, v2 = x[0], x[1], x[2], x[3]\n"
+                            "    a1 = (-K_WALL * q1 - k * (q2 - q1)) / M1\n"
+                            "    a2 = (k * (q2 - q1)) / M2\n"
+                            "    return x + h * jnp.stack([v1, v2, a1, a2])",
+                        )
+                    ],
+                    "step_implicit_answer": [
+                        (
+                            "    lhs = jnp.eye(4) - h * system_matrix(k)\n    return jnp.linalg.solve(lhs, jnp.asarray(x))",
+                            "    x = jnp.asarray(x)\n    return x + h * f(x, k)",
+                        )
+                    ],
+                },
+            ),
+            # the coupling spring's potential forgotten; the sensitivity rollout one step short
+            WrongAnswer(
+                "耦合弹簧势能",
+                keep=("step_explicit_answer", "step_implicit_answer"),
+                edits={
+                    "energy_answer": [
+                        (
+                            "    potential = 0.5 * K_WALL * q1**2 + 0.5 * k * (q2 - q1) ** 2",
+                            "    potential = 0.5 * K_WALL * q1**2",
+                        )
+                    ],
+                    "grad_norm_answer": [
+                        ("            for _ in range(n_steps):", "            for _ in range(n_steps - 1):")
+                    ],
+                },
+            ),
+        ),
+    ),
 )

@@ -29,10 +29,16 @@ S044_NAIVE_FLIP_END = "结果与“先按自由落体走完整步、穿地后再
 S044_NAIVE_SEMI_IMPLICIT = "结果与 cl.naive_impact_step（半隐式欧拉走一步、穿地后再反向速度）一致：碰撞时刻 t* 没有进入映射。本题要的是在步内定位碰撞时刻的精确映射。"
 S044_NO_RESTITUTION = "结果与 e = 1（完全弹性）的映射一致：反射时漏了恢复系数，碰后速度应为 v♯ = −e·v⁻。"
 S044_STOP_AT_IMPACT = "结果停在了碰撞瞬间（y = 0，v = −e·v⁻）：反射之后还要用剩余时间 τ = h − t* 从地面继续飞行。"
-S044_DV_NAIVE = "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。"
-S044_DV_NO_RESTITUTION = "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。"
+S044_DV_NAIVE = (
+    "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。"
+)
+S044_DV_NO_RESTITUTION = (
+    "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。"
+)
 S044_DV_TSTAR_FIXED = "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。"
-S044_SIGMOID_FLIPPED = "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。"
+S044_SIGMOID_FLIPPED = (
+    "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。"
+)
 S044_GRAD_MISSING_ALPHA = "导数与 σ(αz)·(1 − σ(αz)) 一致：链式法则漏了内层 αz 对 z 的导数，也就是因子 α。"
 S044_GRAD_WRT_ALPHA = "导数与 z·σ(αz)·(1 − σ(αz)) 一致：这是对 α 的导数，题目要的是对 z 的导数。"
 S044_RATIO_INVERTED = "比值与 λ_n/|λ_t| 一致：比值写反了，应为切向/法向 |λ_t|/λ_n（滑动时恰好等于 μ）。"
@@ -43,7 +49,9 @@ S044_IDS_ACTIVE = "列出的是“正在接触”的接触点，而不是“这�
 S044_IDS_ONE_BASED = "接触编号整体多了 1：编号从 0 开始（0 = 地面，1 = 墙）。"
 S044_GRAD_NO_TRANSPOSE = "梯度范数与 ‖A_k·λ_{k+1}‖ 一致：伴随递推要用转置，∂L/∂x_k = A_kᵀ·∂L/∂x_{k+1}。"
 S044_GRAD_NEXT = "梯度范数与 ‖∂L/∂x_{k+1}‖ 一致：差了一步，要先用 A_kᵀ 把梯度传回到 x_k。"
-S044_GRAD_JACOBIAN_NORM = "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。"
+S044_GRAD_JACOBIAN_NORM = (
+    "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。"
+)
 
 
 # --- s04_4_ex1: bouncing ball, one step with the impact inside it ---------------------------------
@@ -162,7 +170,8 @@ def _ball_cases():
 
 _S04_4_EX1_CHECKS = (
     Check(
-        "ball_step", _ball_cases,
+        "ball_step",
+        _ball_cases,
         reference=ball_step,
         outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "integer")),
         mistakes={
@@ -173,7 +182,8 @@ _S04_4_EX1_CHECKS = (
         },
     ),
     Check(
-        "ball_step_dv", _ball_cases,
+        "ball_step_dv",
+        _ball_cases,
         reference=ball_step_dv,
         outputs=(Output("∂y_{k+1}/∂v_k", "exact"), Output("∂v_{k+1}/∂v_k", "exact")),
         mistakes={
@@ -225,18 +235,26 @@ def _soft_cases():
 
 _S04_4_EX2_CHECKS = (
     Check(
-        "soft_step", _soft_cases,
+        "soft_step",
+        _soft_cases,
         reference=soft_step,
         outputs=(Output("σ(αz)", "exact"),),
-        mistakes={"s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, lambda z, alpha: _sigmoid(-alpha * np.asarray(z)))},
+        mistakes={
+            "s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, lambda z, alpha: _sigmoid(-alpha * np.asarray(z)))
+        },
     ),
     Check(
-        "soft_step_grad", _soft_cases,
+        "soft_step_grad",
+        _soft_cases,
         reference=soft_step_grad,
         outputs=(Output("导数 dσ(αz)/dz", "exact"),),
         mistakes={
-            "s044_grad_missing_alpha": Mistake(S044_GRAD_MISSING_ALPHA, lambda z, alpha: soft_step_grad(z, alpha) / alpha),
-            "s044_grad_wrt_alpha": Mistake(S044_GRAD_WRT_ALPHA, lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha),
+            "s044_grad_missing_alpha": Mistake(
+                S044_GRAD_MISSING_ALPHA, lambda z, alpha: soft_step_grad(z, alpha) / alpha
+            ),
+            "s044_grad_wrt_alpha": Mistake(
+                S044_GRAD_WRT_ALPHA, lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha
+            ),
         },
     ),
 )
@@ -248,8 +266,19 @@ _S04_4_EX2_CHECKS = (
 SLIP_TOL = 1e-6
 
 
-def _log(contact, h, prev_mode, A, lam_next, *, ratio="abs", force="force", mode_codes=(0, 1, 2),
-         ids="switched", grad="adjoint"):
+def _log(
+    contact,
+    h,
+    prev_mode,
+    A,
+    lam_next,
+    *,
+    ratio="abs",
+    force="force",
+    mode_codes=(0, 1, 2),
+    ids="switched",
+    grad="adjoint",
+):
     """One log row; the keyword arguments select the mistaken variants."""
     p_n = np.asarray(contact["p_n"], dtype=np.float64)
     p_t = np.asarray(contact["p_t"], dtype=np.float64)
@@ -296,10 +325,15 @@ def box_wall_log_data(h, floor_friction, wall_friction, x0, pushes, loss_weights
     """
     us = np.concatenate([np.tile([f, 0.0], (n, 1)) for f, n in pushes])
     params = cl.BoxWallParams(floor_friction=floor_friction, wall_friction=wall_friction)
-    xs, record, As, lams = _box_wall_run(jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us), params,
-                                         jnp.asarray(loss_weights, dtype=jnp.float64), h)
-    return {"xs": np.asarray(xs), "record": jax.tree_util.tree_map(np.asarray, record), "A": np.asarray(As),
-            "lam": np.asarray(lams)}
+    xs, record, As, lams = _box_wall_run(
+        jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us), params, jnp.asarray(loss_weights, dtype=jnp.float64), h
+    )
+    return {
+        "xs": np.asarray(xs),
+        "record": jax.tree_util.tree_map(np.asarray, record),
+        "A": np.asarray(As),
+        "lam": np.asarray(lams),
+    }
 
 
 @partial(jax.jit, static_argnums=4)
@@ -325,8 +359,14 @@ def _box_wall_run(x0, us, params, c, h):
 
 
 #: the hidden rollout (the notebook's own rollout uses other frictions, step, start, pushes and loss)
-_HIDDEN_ROLLOUT = dict(h=0.004, floor_friction=0.6, wall_friction=0.25, x0=(0.55, 0.45, 2.4, 0.5),
-                       pushes=((6.0, 35), (-9.0, 45), (4.0, 60)), loss_weights=(1.0, 0.5, 0.0, 0.0))
+_HIDDEN_ROLLOUT = dict(
+    h=0.004,
+    floor_friction=0.6,
+    wall_friction=0.25,
+    x0=(0.55, 0.45, 2.4, 0.5),
+    pushes=((6.0, 35), (-9.0, 45), (4.0, 60)),
+    loss_weights=(1.0, 0.5, 0.0, 0.0),
+)
 #: in the air; wall touched (sliding); wall sticking; last wall step before release (gradient spike);
 #: floor landing (sliding); floor sticking
 _HIDDEN_STEPS = (10, 31, 32, 34, 97, 98)
@@ -340,8 +380,13 @@ def _log_cases():
     for k in _HIDDEN_STEPS:
         p_n, p_t = rec.normal_force[k] * h, rec.tangential_force[k] * h
         prev_mode = rec.mode[k - 1] if k > 0 else np.zeros(2, dtype=np.int64)
-        case = {"contact": {"p_n": p_n, "p_t": p_t, "mu": mu}, "h": h, "prev_mode": prev_mode.astype(np.int64),
-                "A": run["A"][k], "lam_next": run["lam"][k + 1]}
+        case = {
+            "contact": {"p_n": p_n, "p_t": p_t, "mu": mu},
+            "h": h,
+            "prev_mode": prev_mode.astype(np.int64),
+            "A": run["A"][k],
+            "lam_next": run["lam"][k + 1],
+        }
         row = log_step(**case)
         # the friction-cone modes are course_lib's solver modes, with a margin around the cone
         assert np.array_equal(row[3], rec.mode[k]), (k, row[3], rec.mode[k])
@@ -354,7 +399,8 @@ def _log_cases():
 
 _S04_4_EX3_CHECKS = (
     Check(
-        "log_step", _log_cases,
+        "log_step",
+        _log_cases,
         reference=log_step,
         outputs=(
             Output("模式切换的接触编号 contact_ids", "integer"),
@@ -383,47 +429,106 @@ _S04_4_EX3_CHECKS = (
 # _HIDDEN_ROLLOUT deliberately differs from it, so the reference shares no constant with that setup cell)
 
 EXERCISES = (
-    Exercise("s04_4_ex1", _S04_4_EX1_CHECKS, wrong_answers=(
-        # the naive map: through the ground, flip the end-of-step velocity; its derivative (h, -e)
-        WrongAnswer("碰撞时刻 t* 没有进入映射", edits={
-            "ball_step_answer": [("        return np.array([y_free, v_free]), 0\n",
-                                  "        return np.array([y_free, v_free]), 0\n"
-                                  "    return np.array([y_free, -e * v_free]), 1      # 穿地：在步末把速度反向\n")],
-            "ball_step_dv_answer": [("        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n",
-                                     "        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n"
-                                     "    return h, -e                                  # d(-e v_free)/dv\n")],
-        }),
-        # the restitution factor dropped from d v#/dv in the chain rule
-        WrongAnswer("漏掉恢复系数 e", edits={
-            "ball_step_dv_answer": [("dafter_dv = -e * dbefore_dv", "dafter_dv = -dbefore_dv    ")],
-        }),
-    )),
-    Exercise("s04_4_ex2", _S04_4_EX2_CHECKS, wrong_answers=(
-        # the sign of the exponent flipped; the inner derivative alpha forgotten
-        WrongAnswer("因子 α", edits={
-            "soft_step_answer": [("    s = alpha * np.asarray(z, dtype=np.float64)", "    s = -alpha * np.asarray(z, dtype=np.float64)")],
-            "soft_step_grad_answer": [("return alpha * sig * (1.0 - sig)", "return sig * (1.0 - sig)")],
-        }),
-        # the naive formulas: exp(-alpha z) overflows to inf, and inf / inf is NaN in the derivative
-        WrongAnswer("NaN", edits={
-            "soft_step_answer": [("    decay = np.exp(-np.abs(s))                    # 在 (0, 1] 内，不会溢出\n"
-                                  "    return np.where(s >= 0, 1.0 / (1.0 + decay), decay / (1.0 + decay))",
-                                  "    return 1.0 / (1.0 + np.exp(-s))")],
-            "soft_step_grad_answer": [("    sig = soft_step(z, alpha)\n    return alpha * sig * (1.0 - sig)",
-                                       "    q = np.exp(-alpha * np.asarray(z, dtype=np.float64))\n    return alpha * q / (1.0 + q) ** 2")],
-        }),
-    )),
-    Exercise("s04_4_ex3", _S04_4_EX3_CHECKS, wrong_answers=(
-        # the friction ratio taken the other way round
-        WrongAnswer("比值写反了", edits={
-            "log_step_answer": [("ratio = np.where(touching, np.abs(p_t) / np.where(touching, p_n, 1.0), 0.0)",
-                                 "ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)")],
-        }),
-        # the impulse logged as the force; the gradient norm of lam_{k+1}, not propagated back to x_k
-        WrongAnswer("差了一步", edits={
-            "log_step_answer": [("normal_force = p_n / h", "normal_force = p_n"),
-                                ("grad = np.asarray(A, dtype=np.float64).T @ np.asarray(lam_next, dtype=np.float64)",
-                                 "grad = np.asarray(lam_next, dtype=np.float64)")],
-        }),
-    )),
+    Exercise(
+        "s04_4_ex1",
+        _S04_4_EX1_CHECKS,
+        wrong_answers=(
+            # the naive map: through the ground, flip the end-of-step velocity; its derivative (h, -e)
+            WrongAnswer(
+                "碰撞时刻 t* 没有进入映射",
+                edits={
+                    "ball_step_answer": [
+                        (
+                            "        return np.array([y_free, v_free]), 0\n",
+                            "        return np.array([y_free, v_free]), 0\n"
+                            "    return np.array([y_free, -e * v_free]), 1      # 穿地：在步末把速度反向\n",
+                        )
+                    ],
+                    "ball_step_dv_answer": [
+                        (
+                            "        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n",
+                            "        return h, 1.0                             # 飞行：y + v h - g h^2/2，v - g h\n"
+                            "    return h, -e                                  # d(-e v_free)/dv\n",
+                        )
+                    ],
+                },
+            ),
+            # the restitution factor dropped from d v#/dv in the chain rule
+            WrongAnswer(
+                "漏掉恢复系数 e",
+                edits={
+                    "ball_step_dv_answer": [("dafter_dv = -e * dbefore_dv", "dafter_dv = -dbefore_dv    ")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_4_ex2",
+        _S04_4_EX2_CHECKS,
+        wrong_answers=(
+            # the sign of the exponent flipped; the inner derivative alpha forgotten
+            WrongAnswer(
+                "因子 α",
+                edits={
+                    "soft_step_answer": [
+                        (
+                            "    s = alpha * np.asarray(z, dtype=np.float64)",
+                            "    s = -alpha * np.asarray(z, dtype=np.float64)",
+                        )
+                    ],
+                    "soft_step_grad_answer": [("return alpha * sig * (1.0 - sig)", "return sig * (1.0 - sig)")],
+                },
+            ),
+            # the naive formulas: exp(-alpha z) overflows to inf, and inf / inf is NaN in the derivative
+            WrongAnswer(
+                "NaN",
+                edits={
+                    "soft_step_answer": [
+                        (
+                            "    decay = np.exp(-np.abs(s))                    # 在 (0, 1] 内，不会溢出\n"
+                            "    return np.where(s >= 0, 1.0 / (1.0 + decay), decay / (1.0 + decay))",
+                            "    return 1.0 / (1.0 + np.exp(-s))",
+                        )
+                    ],
+                    "soft_step_grad_answer": [
+                        (
+                            "    sig = soft_step(z, alpha)\n    return alpha * sig * (1.0 - sig)",
+                            "    q = np.exp(-alpha * np.asarray(z, dtype=np.float64))\n    return alpha * q / (1.0 + q) ** 2",
+                        )
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_4_ex3",
+        _S04_4_EX3_CHECKS,
+        wrong_answers=(
+            # the friction ratio taken the other way round
+            WrongAnswer(
+                "比值写反了",
+                edits={
+                    "log_step_answer": [
+                        (
+                            "ratio = np.where(touching, np.abs(p_t) / np.where(touching, p_n, 1.0), 0.0)",
+                            "ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)",
+                        )
+                    ],
+                },
+            ),
+            # the impulse logged as the force; the gradient norm of lam_{k+1}, not propagated back to x_k
+            WrongAnswer(
+                "差了一步",
+                edits={
+                    "log_step_answer": [
+                        ("normal_force = p_n / h", "normal_force = p_n"),
+                        (
+                            "grad = np.asarray(A, dtype=np.float64).T @ np.asarray(lam_next, dtype=np.float64)",
+                            "grad = np.asarray(lam_next, dtype=np.float64)",
+                        ),
+                    ],
+                },
+            ),
+        ),
+    ),
 )

@@ -28,7 +28,9 @@ S045_ZERO_ZERO = "只有 φ = 0 处不对：你在 φ = 0 取了 0（把边界�
 S045_ZERO_HALF = "只有 φ = 0 处不对：你取了 −k/2，这是 jax.grad 穿过“一个” jnp.maximum 时的平局约定。cl.penalty_force 里有两层 max（穿透深度 max(0, −φ) 和外层非负截断），每层在平局处各传一半斜率，合起来是 −k/4，本题按它约定。"
 S045_SOFTPLUS_ON_CLAMP = "结果与把 softplus 套在外层截断上的版本一致（cl.softplus_clamp_force：λ = sp_β(k·max(0, −φ))）。本题要替换的是穿透深度里的 max：λ = k·sp_β(−φ)（cl.softplus_penetration_force）。外层版本在 φ = 0 仍有折点，φ > 0 时还留着常数力 ln2/β，β 的单位也变成了 1/N。"
 S045_MISSING_INV_BETA = "结果约是参考值的 β 倍：softplus_β(z) = log(1 + e^{βz})/β，别漏了除以 β（求导时链式法则带出的 β 正好和它约掉，导数是 −k·σ(−βφ)）。"
-S045_SIGMOID_SIGN = "导数与 −k·σ(βφ) 一致：sigmoid 的自变量应是 −βφ。检查极限：穿透很深时导数应趋于 −k，离地很远时应趋于 0。"
+S045_SIGMOID_SIGN = (
+    "导数与 −k·σ(βφ) 一致：sigmoid 的自变量应是 −βφ。检查极限：穿透很深时导数应趋于 −k，离地很远时应趋于 0。"
+)
 S045_SOFTPLUS_SLOPE_SIGN = "导数的形状对了但符号反了（+k·σ(−βφ)）：λ 随穿透加深而增大，φ 越小力越大，所以 dλ/dφ < 0。"
 
 # --- s04_5_ex1: penalty force and its derivative ------------------------------------------------
@@ -80,7 +82,8 @@ def _penalty_cases():
 
 _S04_5_EX1_CHECKS = (
     Check(
-        "penalty_contact", _penalty_cases,
+        "penalty_contact",
+        _penalty_cases,
         reference=penalty_contact,
         outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
         mistakes={
@@ -176,14 +179,17 @@ _OVERFLOW_MESSAGE = (
 
 _S04_5_EX2_CHECKS = (
     Check(
-        "softplus_contact", _softplus_cases,
+        "softplus_contact",
+        _softplus_cases,
         reference=softplus_contact,
         outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
         mistakes={
             "s045_softplus_on_clamp": Mistake(S045_SOFTPLUS_ON_CLAMP, _softplus_variant("s045_softplus_on_clamp")),
             "s045_missing_inv_beta": Mistake(S045_MISSING_INV_BETA, _softplus_variant("s045_missing_inv_beta")),
             "s045_sigmoid_sign": Mistake(S045_SIGMOID_SIGN, _softplus_variant("s045_sigmoid_sign")),
-            "s045_softplus_slope_sign": Mistake(S045_SOFTPLUS_SLOPE_SIGN, _softplus_variant("s045_softplus_slope_sign")),
+            "s045_softplus_slope_sign": Mistake(
+                S045_SOFTPLUS_SLOPE_SIGN, _softplus_variant("s045_softplus_slope_sign")
+            ),
         },
         nonfinite_hint=_OVERFLOW_MESSAGE,
     ),
@@ -192,28 +198,61 @@ _S04_5_EX2_CHECKS = (
 # --- the exercises: checks and plausible wrong submissions (edits of the notebooks' solution cells) ---
 
 EXERCISES = (
-    Exercise("s04_5_ex1", _S04_5_EX1_CHECKS, wrong_answers=(
-        WrongAnswer("φ = 0 处不对", edits={  # the kink counted as penetrating: -k at phi = 0
-            "penalty_answer": [("np.where(phi == 0, -0.25 * k, dlam)", "np.where(phi == 0, -k, dlam)")],
-        }),
-        WrongAnswer("φ > 0", edits={  # the force put on the separating side, slope +k there
-            "penalty_answer": [("k * np.where(phi < 0, -phi, 0.0)", "k * np.where(phi > 0, phi, 0.0)"),
-                               ("np.where(phi < 0, -k, 0.0)", "np.where(phi > 0, k, 0.0)")],
-        }),
-        WrongAnswer("负号", edits={  # d/dphi max(0, -phi) taken as +1: slope +k, and +k/4 at the kink
-            "penalty_answer": [("np.where(phi < 0, -k, 0.0)", "np.where(phi < 0, k, 0.0)"),
-                               ("-0.25 * k", "0.25 * k")],
-        }),
-    )),
-    Exercise("s04_5_ex2", _S04_5_EX2_CHECKS, wrong_answers=(
-        WrongAnswer("上溢", edits={  # the naive log(1 + exp) and exp/(1 + exp): inf and nan for large beta |phi|
-            "softplus_answer": [("k * np.logaddexp(0.0, z) / beta", "k * np.log(1.0 + np.exp(z)) / beta"),
-                                ("-k * np.exp(-np.logaddexp(0.0, -z))", "-k * np.exp(z) / (1.0 + np.exp(z))")],
-        }),
-        WrongAnswer("cl.softplus_clamp_force", edits={  # softplus on the outer clamp: sp_beta(k max(0, -phi))
-            "softplus_answer": [("k * np.logaddexp(0.0, z) / beta", "np.logaddexp(0.0, k * np.maximum(z, 0.0)) / beta"),
-                                ("-k * np.exp(-np.logaddexp(0.0, -z))",
-                                 "np.where(z > 0, -k * np.exp(-np.logaddexp(0.0, -k * z)), 0.0)")],
-        }),
-    )),
+    Exercise(
+        "s04_5_ex1",
+        _S04_5_EX1_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "φ = 0 处不对",
+                edits={  # the kink counted as penetrating: -k at phi = 0
+                    "penalty_answer": [("np.where(phi == 0, -0.25 * k, dlam)", "np.where(phi == 0, -k, dlam)")],
+                },
+            ),
+            WrongAnswer(
+                "φ > 0",
+                edits={  # the force put on the separating side, slope +k there
+                    "penalty_answer": [
+                        ("k * np.where(phi < 0, -phi, 0.0)", "k * np.where(phi > 0, phi, 0.0)"),
+                        ("np.where(phi < 0, -k, 0.0)", "np.where(phi > 0, k, 0.0)"),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "负号",
+                edits={  # d/dphi max(0, -phi) taken as +1: slope +k, and +k/4 at the kink
+                    "penalty_answer": [
+                        ("np.where(phi < 0, -k, 0.0)", "np.where(phi < 0, k, 0.0)"),
+                        ("-0.25 * k", "0.25 * k"),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_5_ex2",
+        _S04_5_EX2_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "上溢",
+                edits={  # the naive log(1 + exp) and exp/(1 + exp): inf and nan for large beta |phi|
+                    "softplus_answer": [
+                        ("k * np.logaddexp(0.0, z) / beta", "k * np.log(1.0 + np.exp(z)) / beta"),
+                        ("-k * np.exp(-np.logaddexp(0.0, -z))", "-k * np.exp(z) / (1.0 + np.exp(z))"),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "cl.softplus_clamp_force",
+                edits={  # softplus on the outer clamp: sp_beta(k max(0, -phi))
+                    "softplus_answer": [
+                        ("k * np.logaddexp(0.0, z) / beta", "np.logaddexp(0.0, k * np.maximum(z, 0.0)) / beta"),
+                        (
+                            "-k * np.exp(-np.logaddexp(0.0, -z))",
+                            "np.where(z > 0, -k * np.exp(-np.logaddexp(0.0, -k * z)), 0.0)",
+                        ),
+                    ],
+                },
+            ),
+        ),
+    ),
 )

@@ -27,14 +27,20 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 
 S046_COS_SIGN = "雅可比里 ∂(sin x₁)/∂x₁ 这一项的符号反了：sin 的导数是 +cos x₁（cos 的导数才是 −sin）。"
 S046_ROWS_SWAPPED = "两行的顺序反了：第 0 行对应第一个输出 x₁x₂，第 1 行对应 sin x₁（行对应输出，列对应输入）。"
-S046_FD_IS_ANALYTIC = "差分雅可比与解析雅可比完全一致，看不到 O(ε²) 的截断误差：本题要的是在给定 ε 上真正算出来的中心差分，不是解析导数。"
+S046_FD_IS_ANALYTIC = (
+    "差分雅可比与解析雅可比完全一致，看不到 O(ε²) 的截断误差：本题要的是在给定 ε 上真正算出来的中心差分，不是解析导数。"
+)
 S046_FD_NO_HALF = "差分结果是参考值的 2 倍：中心差分的分母是 2ε（两个求值点相距 2ε），不是 ε。"
-S046_NOT_NORMALISED = "AD 与 FD 两列都约是参考值的 ‖d‖ 倍：方向没有归一化。先把每一行 d 变成单位向量 v = d/‖d‖，再算 gᵀv 和差分。"
+S046_NOT_NORMALISED = (
+    "AD 与 FD 两列都约是参考值的 ‖d‖ 倍：方向没有归一化。先把每一行 d 变成单位向量 v = d/‖d‖，再算 gᵀv 和差分。"
+)
 S046_COUNT_ZERO = "计数为 0：差分没有通过计数的 loss(u) 求值（例如直接调用了 rollout_loss）。每一次差分求值都是一次完整仿真，请用 loss(u)，共 10 次。"
 S046_COUNT_FORWARD_BASE = "loss 调用了 6 次：像前向差分那样共用一个基准值 L(u)，再加 5 次扰动。题目要中心差分：每个方向正、负各一次，共 10 次。"
 S046_COUNT_EXTRA_BASE = "loss 调用了 11 次：多算了一次 L(u) 本身。中心差分用不到基准值，5 个方向各 2 次，共 10 次。"
 S046_COUNT_DOUBLE = "loss 调用了 20 次：每个方向求值了 4 次（例如同一个 L(u ± εv) 算了两遍）。把每次求值的结果存起来，5 个方向各 2 次，共 10 次。"
-S046_COUNT_PER_COORDINATE = "loss 调用了 200 次：这是逐坐标中心差分（100 维 × 2）的代价。方向导数检查每个方向只要 2 次求值，共 10 次。"
+S046_COUNT_PER_COORDINATE = (
+    "loss 调用了 200 次：这是逐坐标中心差分（100 维 × 2）的代价。方向导数检查每个方向只要 2 次求值，共 10 次。"
+)
 S046_ABS_ERROR = "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。"
 S046_THEORY_SET = "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。"
 S046_ALL_AGREE = "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。"
@@ -126,7 +132,8 @@ def _jac_variant(name):
 
 _S04_6_EX1_CHECKS = (
     Check(
-        "analytic_jacobian", _analytic_cases,
+        "analytic_jacobian",
+        _analytic_cases,
         reference=analytic_jacobian,
         outputs=(Output("解析雅可比", "exact"),),
         mistakes={
@@ -135,7 +142,8 @@ _S04_6_EX1_CHECKS = (
         },
     ),
     Check(
-        "fd_jacobian", _fd_cases,
+        "fd_jacobian",
+        _fd_cases,
         reference=fd_jacobian,
         outputs=(Output("中心差分雅可比", rtol=FD_RTOL),),
         mistakes={
@@ -210,9 +218,12 @@ def _checks(u, directions, eps, loss, scheme="central", normalise=True, extra_ba
 def directional_checks(u, directions, eps):
     """((5, 3) rows of (AD, FD, relative error), number of loss evaluations used), both measured."""
     rows, calls = _checks(u, directions, eps, CountedLoss(_loss_jit))
-    check = cl.directional_check(rollout_loss, jnp.asarray(u), _grad_jit(jnp.asarray(u)), eps_list=(eps,),
-                                 direction=jnp.asarray(directions[0]))
-    np.testing.assert_allclose(rows[0, :2], [float(check.ad), float(check.fd[0])], rtol=1e-8, atol=1e-9)  # agrees with course_lib
+    check = cl.directional_check(
+        rollout_loss, jnp.asarray(u), _grad_jit(jnp.asarray(u)), eps_list=(eps,), direction=jnp.asarray(directions[0])
+    )
+    np.testing.assert_allclose(
+        rows[0, :2], [float(check.ad), float(check.fd[0])], rtol=1e-8, atol=1e-9
+    )  # agrees with course_lib
     return rows, calls
 
 
@@ -236,8 +247,13 @@ def _direction_cases():
     rng = np.random.default_rng(406_201)
     cases = []
     for eps, scale in ((1e-3, 1.0), (1e-4, 2.0), (2e-3, 0.5)):
-        cases.append({"u": (scale * rng.normal(size=N_STEPS)).round(6), "directions": rng.normal(size=(5, N_STEPS)).round(6),
-                      "eps": eps})
+        cases.append(
+            {
+                "u": (scale * rng.normal(size=N_STEPS)).round(6),
+                "directions": rng.normal(size=(5, N_STEPS)).round(6),
+                "eps": eps,
+            }
+        )
     for case in cases:
         ref = directional_checks(**case)[0]
         fwd = _checks(**case, loss=CountedLoss(_loss_jit), scheme="forward")[0]
@@ -247,12 +263,19 @@ def _direction_cases():
 
 _S04_6_EX2_CHECKS = (
     Check(
-        "directional_checks", _direction_cases,
+        "directional_checks",
+        _direction_cases,
         reference=directional_checks,
         outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "exact")),
         mistakes={
-            "s046_not_normalised": Mistake(S046_NOT_NORMALISED, lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False)),
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward")),
+            "s046_not_normalised": Mistake(
+                S046_NOT_NORMALISED,
+                lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False),
+            ),
+            "forward_difference": Mistake(
+                messages.FORWARD_DIFFERENCE,
+                lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward"),
+            ),
             "s046_count_forward_base": Mistake(S046_COUNT_FORWARD_BASE, _count_variant(6)),
             "s046_count_extra_base": Mistake(S046_COUNT_EXTRA_BASE, _count_variant(11)),
             "s046_count_zero": Mistake(S046_COUNT_ZERO, _count_variant(NO_CALLS)),
@@ -266,11 +289,11 @@ _S04_6_EX2_CHECKS = (
 # --- s04_6_ex3: which operations make AD and FD disagree ----------------------------------------
 
 #: the contact-loss variants of the notebook's setup cell, theta = the foot's gap to the ground (m)
-W, TARGET = 100.0, 0.05          # smooth tracking term 1/2 W (theta - TARGET)^2
-K, BETA = 100.0, 200.0           # penalty stiffness (N/m), softplus sharpness (1/m)
-F_MAX, C0 = 2.0, 0.5             # clip: force saturation (N); where: a contact cost paid once touching
-X_POINTS, X_GOAL, W_X = (-0.1, 0.1), 0.05, 10.0   # argmin: heel/toe positions and the foothold target
-CELL = 0.01                      # round: height map resolution (m)
+W, TARGET = 100.0, 0.05  # smooth tracking term 1/2 W (theta - TARGET)^2
+K, BETA = 100.0, 200.0  # penalty stiffness (N/m), softplus sharpness (1/m)
+F_MAX, C0 = 2.0, 0.5  # clip: force saturation (N); where: a contact cost paid once touching
+X_POINTS, X_GOAL, W_X = (-0.1, 0.1), 0.05, 10.0  # argmin: heel/toe positions and the foothold target
+CELL = 0.01  # round: height map resolution (m)
 
 
 def _base(t):
@@ -310,8 +333,13 @@ def _l_round(t):
 
 
 VARIANTS = {
-    "softplus": _l_softplus, "max": _l_max, "clip": _l_clip, "where": _l_where,
-    "stop_gradient": _l_stop_gradient, "argmin": _l_argmin, "round": _l_round,
+    "softplus": _l_softplus,
+    "max": _l_max,
+    "clip": _l_clip,
+    "where": _l_where,
+    "stop_gradient": _l_stop_gradient,
+    "argmin": _l_argmin,
+    "round": _l_round,
 }
 VARIANT_NAMES = tuple(VARIANTS)
 #: the variants built on a non-smooth or graph-cutting operation (what a student might assume disagree)
@@ -392,10 +420,10 @@ def _disagreement_cases():
     rng = np.random.default_rng(406_301)
     tol = 1e-4
     specs = [  # (eps, generic points in [low, high), points placed within eps of a boundary)
-        (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),          # a rounding boundary
-        (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),             # the contact onset and a contact point
+        (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),  # a rounding boundary
+        (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),  # the contact onset and a contact point
         (1e-5, (2, 0.005, 0.1), (0.03 - 3e-6, -F_MAX / K + 4e-6)),  # the argmin switch, the clip saturation
-        (1e-6, (3, 0.0, 0.12), (-0.0412,)),                    # deep contact only
+        (1e-6, (3, 0.0, 0.12), (-0.0412,)),  # deep contact only
     ]
     cases = []
     for eps, (n, low, high), placed in specs:
@@ -417,7 +445,8 @@ def _disagreement_cases():
 
 _S04_6_EX3_CHECKS = (
     Check(
-        "ad_fd_disagreement", _disagreement_cases,
+        "ad_fd_disagreement",
+        _disagreement_cases,
         reference=_graded_reference,
         outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "exact")),
         mistakes={
@@ -434,33 +463,84 @@ _S04_6_EX3_CHECKS = (
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
-    Exercise("s04_6_ex1", _S04_6_EX1_CHECKS, wrong_answers=(
-        WrongAnswer("转置", edits={  # one row per input variable: the Jacobian transposed
-            "analytic_answer": [("[[x2, x1],", "[[x2, np.cos(x1)],"), ("[np.cos(x1), 0.0]]", "[x1, 0.0]]")],
-        }),
-        WrongAnswer("前向差分", edits={  # (f(x + eps e_j) - f(x)) / eps
-            "fd_answer": [("- np.asarray(f(x - step))) / (2 * eps)", "- np.asarray(f(x))) / eps")],
-        }),
-    )),
-    Exercise("s04_6_ex2", _S04_6_EX2_CHECKS,
-             constants={"H": H, "N_STEPS": N_STEPS, "PEND": _PEND, "THETA_GOAL": THETA_GOAL}, wrong_answers=(
-        WrongAnswer("共 10 次", edits={  # one base value L(u) shared by forward differences: 6 calls
-            "directional_answer": [("    rows = []\n", "    L0 = loss(u)                                   # 所有方向共用一个基准值\n    rows = []\n"),
-                                   ("(loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)", "(loss(u + eps * v) - L0) / eps")],
-        }),
-        WrongAnswer("归一化", edits={  # the raw directions used as they are
-            "directional_answer": [("v = d / np.linalg.norm(d)", "v = d")],
-        }),
-    )),
-    Exercise("s04_6_ex3", _S04_6_EX3_CHECKS,
-             constants={"W": W, "TARGET": TARGET, "K": K, "BETA": BETA, "F_MAX": F_MAX, "C0": C0,
-                        "X_POINTS": X_POINTS, "X_GOAL": X_GOAL, "W_X": W_X, "CELL": CELL}, wrong_answers=(
-        WrongAnswer("前向差分", edits={  # forward differences (L(t + eps) - L(t)) / eps
-            "disagreement_answer": [("- jax.vmap(L)(points - eps)) / (2 * eps)", "- jax.vmap(L)(points)) / eps")],
-        }),
-        WrongAnswer("实测", edits={  # every variant with a non-smooth operation assumed to disagree
-            "disagreement_answer": [("return rel, np.max(rel, axis=1) > tol",
-                                     'return rel, np.array([name != "softplus" for name in VARIANT_NAMES])')],
-        }),
-    )),
+    Exercise(
+        "s04_6_ex1",
+        _S04_6_EX1_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "转置",
+                edits={  # one row per input variable: the Jacobian transposed
+                    "analytic_answer": [("[[x2, x1],", "[[x2, np.cos(x1)],"), ("[np.cos(x1), 0.0]]", "[x1, 0.0]]")],
+                },
+            ),
+            WrongAnswer(
+                "前向差分",
+                edits={  # (f(x + eps e_j) - f(x)) / eps
+                    "fd_answer": [("- np.asarray(f(x - step))) / (2 * eps)", "- np.asarray(f(x))) / eps")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_6_ex2",
+        _S04_6_EX2_CHECKS,
+        constants={"H": H, "N_STEPS": N_STEPS, "PEND": _PEND, "THETA_GOAL": THETA_GOAL},
+        wrong_answers=(
+            WrongAnswer(
+                "共 10 次",
+                edits={  # one base value L(u) shared by forward differences: 6 calls
+                    "directional_answer": [
+                        (
+                            "    rows = []\n",
+                            "    L0 = loss(u)                                   # 所有方向共用一个基准值\n    rows = []\n",
+                        ),
+                        ("(loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)", "(loss(u + eps * v) - L0) / eps"),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "归一化",
+                edits={  # the raw directions used as they are
+                    "directional_answer": [("v = d / np.linalg.norm(d)", "v = d")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_6_ex3",
+        _S04_6_EX3_CHECKS,
+        constants={
+            "W": W,
+            "TARGET": TARGET,
+            "K": K,
+            "BETA": BETA,
+            "F_MAX": F_MAX,
+            "C0": C0,
+            "X_POINTS": X_POINTS,
+            "X_GOAL": X_GOAL,
+            "W_X": W_X,
+            "CELL": CELL,
+        },
+        wrong_answers=(
+            WrongAnswer(
+                "前向差分",
+                edits={  # forward differences (L(t + eps) - L(t)) / eps
+                    "disagreement_answer": [
+                        ("- jax.vmap(L)(points - eps)) / (2 * eps)", "- jax.vmap(L)(points)) / eps")
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "实测",
+                edits={  # every variant with a non-smooth operation assumed to disagree
+                    "disagreement_answer": [
+                        (
+                            "return rel, np.max(rel, axis=1) > tol",
+                            'return rel, np.array([name != "softplus" for name in VARIANT_NAMES])',
+                        )
+                    ],
+                },
+            ),
+        ),
+    ),
 )

@@ -27,11 +27,17 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 # --- mistakes this section recognises ------------------------------------------------------------
 
 S047_LAMBDA_INDEX = "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。"
-S047_NO_TRANSPOSE = "结果与递推里用 A_k（而不是 A_kᵀ）的结果吻合：反向传播的是行向量 λᵀ，乘的是 A_kᵀλ_{k+1}（B_k 同理要转置）。"
+S047_NO_TRANSPOSE = (
+    "结果与递推里用 A_k（而不是 A_kᵀ）的结果吻合：反向传播的是行向量 λᵀ，乘的是 A_kᵀλ_{k+1}（B_k 同理要转置）。"
+)
 S047_NO_STAGE_LX = "λ_k 与“漏掉当步代价的 ℓ_x,k”一致：每往回走一步都要先加上 ∂ℓ_k/∂x_k，再加 A_kᵀλ_{k+1}。"
 S047_NO_STAGE_LU = "dL/du_k 与“漏掉 ℓ_u,k”一致：控制本身也出现在当步代价里，要加上 ∂ℓ_k/∂u_k。"
-S047_LAMBDA_SHIFTED = "λ 序列整体错位了一格：第 k 行应是 λ_k = dL/dx_k（第 0 行是 dL/dx_0，最后一行是 λ_N = ∂ℓ_N/∂x_N），共 N+1 行。"
-S047_GRAD_WRT_X0 = "结果与 ‖dL/dx_0‖（对初始状态的梯度）吻合：题目要的是对整个控制序列 U = (u_0, …, u_{H-1}) 的梯度范数。"
+S047_LAMBDA_SHIFTED = (
+    "λ 序列整体错位了一格：第 k 行应是 λ_k = dL/dx_k（第 0 行是 dL/dx_0，最后一行是 λ_N = ∂ℓ_N/∂x_N），共 N+1 行。"
+)
+S047_GRAD_WRT_X0 = (
+    "结果与 ‖dL/dx_0‖（对初始状态的梯度）吻合：题目要的是对整个控制序列 U = (u_0, …, u_{H-1}) 的梯度范数。"
+)
 S047_FIRST_ACTION_ONLY = "结果与只取第一个控制的 ‖dL/du_0‖ 吻合：题目要的是整个控制序列的梯度范数 ‖dL/dU‖₂。"
 S047_NATURAL_LOG = "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。"
 S047_NO_LOG = "结果与“没有取 log10 的范数本身”吻合：请返回 log10‖dL/dU‖₂。"
@@ -45,6 +51,7 @@ S047_SUM_NOT_MEAN = "结果是参考值的 n_windows 倍：题目要的是各窗
 
 
 # --- s04_7_ex1: the adjoint pass --------------------------------------------------------------
+
 
 def _linear_cost(w, us, As, Bs, lx, lu, lN):
     """First-order change of L along the linearised rollout x_{k+1} = A_k x_k + B_k u_k + w_{k+1}, x_0 = w_0."""
@@ -158,8 +165,9 @@ def _pass_cases():
 
 @jax.jit
 def _pend_adjoint_jit(x0, us):
-    res = cl.adjoint_gradients(_pend_step, x0, us, _PEND,
-                               lambda x, u, p: pend_stage_cost(x, u), lambda x, p: pend_terminal_cost(x))
+    res = cl.adjoint_gradients(
+        _pend_step, x0, us, _PEND, lambda x, u, p: pend_stage_cost(x, u), lambda x, p: pend_terminal_cost(x)
+    )
     return res.loss, res.lambdas, res.grad_us
 
 
@@ -169,8 +177,9 @@ def _pend_loss_grad(x0, us):
 
 
 def _pend_loss(x0, us):
-    return cl.rollout_cost(_pend_step, x0, us, _PEND, lambda x, u, p: pend_stage_cost(x, u),
-                           lambda x, p: pend_terminal_cost(x))
+    return cl.rollout_cost(
+        _pend_step, x0, us, _PEND, lambda x, u, p: pend_stage_cost(x, u), lambda x, p: pend_terminal_cost(x)
+    )
 
 
 def pendulum_adjoint(x0, us):
@@ -206,7 +215,10 @@ _PASS_OUTPUTS = (Output("λ_k 序列（形状 (N+1, nx)）", "exact"), Output("d
 
 _S04_7_EX1_CHECKS = (
     Check(
-        "adjoint_pass", _pass_cases, reference=adjoint_pass, outputs=_PASS_OUTPUTS,
+        "adjoint_pass",
+        _pass_cases,
+        reference=adjoint_pass,
+        outputs=_PASS_OUTPUTS,
         mistakes={
             "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pass_variant(index=0)),
             "s047_no_transpose": Mistake(S047_NO_TRANSPOSE, _pass_variant(transpose=False)),
@@ -216,7 +228,9 @@ _S04_7_EX1_CHECKS = (
         },
     ),
     Check(
-        "pendulum_adjoint", _pend_cases, reference=pendulum_adjoint,
+        "pendulum_adjoint",
+        _pend_cases,
+        reference=pendulum_adjoint,
         outputs=(Output("损失 L", "exact"), *_PASS_OUTPUTS),
         mistakes={
             "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pend_variant(index=0)),
@@ -230,10 +244,13 @@ _S04_7_EX1_CHECKS = (
 
 # --- s04_7_ex2: gradient norm against horizon on a linear system ------------------------------
 
+
 def linear_rollout(A, B, x0, us):
     """x_0 .. x_H of x_{k+1} = A x_k + B u_k, shape (H+1, nx), by cl.rollout (lax.scan)."""
     a, b = jnp.asarray(A), jnp.asarray(B)
-    xs = cl.rollout(lambda x, u, p: a @ x + b @ u, jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64), None)
+    xs = cl.rollout(
+        lambda x, u, p: a @ x + b @ u, jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64), None
+    )
     return np.asarray(xs)
 
 
@@ -275,7 +292,9 @@ def _norms(A, B, x0, horizons, shift=0, which="u", reduce=lambda g: np.linalg.no
     out = []
     for h in np.asarray(horizons).astype(int):
         assert 1 <= int(h) + shift <= _MAX_HORIZON
-        g_u, g_x0 = (np.asarray(v) for v in _horizon_grads(jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0), int(h) + shift))
+        g_u, g_x0 = (
+            np.asarray(v) for v in _horizon_grads(jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0), int(h) + shift)
+        )
         out.append(log(reduce(g_u if which == "u" else g_x0)))
     return np.array(out)
 
@@ -284,7 +303,9 @@ def grad_norms(A, B, x0, horizons):
     """log10 |dL_H/dU|_2 at U = 0 for each H in horizons, L_H = 1/2 sum_{k=1}^{H} |x_k|^2."""
     out = _norms(A, B, x0, horizons)
     for h, val in zip(np.asarray(horizons).astype(int), out):  # jax.grad agrees with the hand-written adjoint
-        ref = np.log10(np.linalg.norm(_adjoint_grads(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), x0, int(h))))
+        ref = np.log10(
+            np.linalg.norm(_adjoint_grads(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), x0, int(h)))
+        )
         assert abs(ref - val) <= 1e-11 * max(1.0, abs(val)), (h, ref, val)
     return out
 
@@ -293,8 +314,14 @@ def _rollout_cases():
     rng = np.random.default_rng(407_201)
     out = []
     for nx, nu, h in ((2, 1, 9), (3, 2, 14), (4, 1, 6)):
-        out.append({"A": (np.eye(nx) + 0.2 * rng.normal(size=(nx, nx))).round(5), "B": rng.normal(size=(nx, nu)).round(5),
-                    "x0": rng.normal(size=nx).round(5), "us": rng.normal(size=(h, nu)).round(5)})
+        out.append(
+            {
+                "A": (np.eye(nx) + 0.2 * rng.normal(size=(nx, nx))).round(5),
+                "B": rng.normal(size=(nx, nu)).round(5),
+                "x0": rng.normal(size=nx).round(5),
+                "us": rng.normal(size=(h, nu)).round(5),
+            }
+        )
     return out
 
 
@@ -302,7 +329,7 @@ def _discrete_oscillator(omega, zeta, dt):
     """Exact zero-order-hold discretisation of q'' = -omega^2 q - 2 zeta omega q' + u."""
     import scipy.linalg as sla
 
-    ac = np.array([[0.0, 1.0], [-omega**2, -2 * zeta * omega]])
+    ac = np.array([[0.0, 1.0], [-(omega**2), -2 * zeta * omega]])
     aug = np.zeros((3, 3))
     aug[:2, :2], aug[1, 2] = ac, 1.0
     e = sla.expm(aug * dt)
@@ -316,40 +343,79 @@ _HIDDEN_HORIZONS = [8, 40, 160]
 
 def _grad_norm_cases():
     rng = np.random.default_rng(407_202)
-    a_stable, b_stable = _discrete_oscillator(2.3, 0.08, 0.1)             # spectral radius ~0.98
+    a_stable, b_stable = _discrete_oscillator(2.3, 0.08, 0.1)  # spectral radius ~0.98
     dt = 0.07
-    a_marginal, b_marginal = np.array([[1.0, dt], [0.0, 1.0]]), np.array([[dt**2], [dt]])  # semi-implicit double integrator
+    a_marginal, b_marginal = (
+        np.array([[1.0, dt], [0.0, 1.0]]),
+        np.array([[dt**2], [dt]]),
+    )  # semi-implicit double integrator
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     a_unstable = q @ np.diag([1.035, 0.9, -0.7]) @ q.T + 0.05 * rng.normal(size=(3, 3))  # one slowly growing mode
     b_unstable = rng.normal(size=(3, 2))
     cases = [
-        {"A": a_stable, "B": b_stable, "x0": np.array([1.0, -0.4]) + 0.1 * rng.normal(size=2), "horizons": _HIDDEN_HORIZONS},
-        {"A": a_marginal, "B": b_marginal, "x0": np.array([0.5, 0.2]) + 0.1 * rng.normal(size=2), "horizons": _HIDDEN_HORIZONS},
+        {
+            "A": a_stable,
+            "B": b_stable,
+            "x0": np.array([1.0, -0.4]) + 0.1 * rng.normal(size=2),
+            "horizons": _HIDDEN_HORIZONS,
+        },
+        {
+            "A": a_marginal,
+            "B": b_marginal,
+            "x0": np.array([0.5, 0.2]) + 0.1 * rng.normal(size=2),
+            "horizons": _HIDDEN_HORIZONS,
+        },
         {"A": a_unstable, "B": b_unstable, "x0": rng.normal(size=3), "horizons": _HIDDEN_HORIZONS},
     ]
-    return [{k: (np.asarray(v).round(6) if k != "horizons" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
-            for c in cases]
+    return [
+        {k: (np.asarray(v).round(6) if k != "horizons" else np.asarray(v, dtype=np.float64)) for k, v in c.items()}
+        for c in cases
+    ]
 
 
 _S04_7_EX2_CHECKS = (
     Check(
-        "linear_rollout", _rollout_cases, reference=linear_rollout,
+        "linear_rollout",
+        _rollout_cases,
+        reference=linear_rollout,
         outputs=(Output("轨迹 x_0…x_H", "exact"),),
-        mistakes={"s047_rollout_shifted": Mistake(S047_ROLLOUT_SHIFTED, lambda A, B, x0, us: np.concatenate(
-            [linear_rollout(A, B, x0, us)[1:], (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None]]))},
+        mistakes={
+            "s047_rollout_shifted": Mistake(
+                S047_ROLLOUT_SHIFTED,
+                lambda A, B, x0, us: np.concatenate(
+                    [
+                        linear_rollout(A, B, x0, us)[1:],
+                        (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None],
+                    ]
+                ),
+            )
+        },
     ),
     Check(
-        "grad_norms", _grad_norm_cases, reference=grad_norms,
+        "grad_norms",
+        _grad_norm_cases,
+        reference=grad_norms,
         # jax.grad through lax.scan and the hand-written adjoint recursion agree to 2e-16 of max |log10|
         # (measured on these cases); the band 1e-9 leaves that margin many times over while every
         # catalogued mistake moves the array by >= 8e-3 of max |log10|.
         outputs=(Output("各时域的 log10‖dL/dU‖₂", "exact", rtol=1e-9),),
         mistakes={
-            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1)),
-            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1)),
-            "s047_grad_wrt_x0": Mistake(S047_GRAD_WRT_X0, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0")),
-            "s047_first_action_only": Mistake(S047_FIRST_ACTION_ONLY, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0]))),
-            "s047_natural_log": Mistake(S047_NATURAL_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log)),
+            "horizon_minus_one": Mistake(
+                messages.HORIZON_MINUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1)
+            ),
+            "horizon_plus_one": Mistake(
+                messages.HORIZON_PLUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1)
+            ),
+            "s047_grad_wrt_x0": Mistake(
+                S047_GRAD_WRT_X0, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0")
+            ),
+            "s047_first_action_only": Mistake(
+                S047_FIRST_ACTION_ONLY,
+                lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0])),
+            ),
+            "s047_natural_log": Mistake(
+                S047_NATURAL_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log)
+            ),
             "s047_no_log": Mistake(S047_NO_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=lambda v: v)),
         },
     ),
@@ -375,8 +441,9 @@ def _critic(x):
 
 @functools.partial(jax.jit, static_argnames=("h",))
 def _lib_window(theta, x_start, h):
-    loss, roll = cl.short_horizon_loss(theta, jnp.asarray(CRITIC_PSI), x_start[None], _TASK, horizon=h,
-                                       gamma=SHAC_GAMMA, policy=linear_policy)
+    loss, roll = cl.short_horizon_loss(
+        theta, jnp.asarray(CRITIC_PSI), x_start[None], _TASK, horizon=h, gamma=SHAC_GAMMA, policy=linear_policy
+    )
     return loss, roll.states[0, -1]
 
 
@@ -436,8 +503,9 @@ def _lib_truncated(theta, x0, h, n_windows):
 
     def mean_loss(th):
         def one(x, _):
-            loss, roll = cl.short_horizon_loss(th, jnp.asarray(CRITIC_PSI), x, _TASK, horizon=h, gamma=SHAC_GAMMA,
-                                               policy=linear_policy)
+            loss, roll = cl.short_horizon_loss(
+                th, jnp.asarray(CRITIC_PSI), x, _TASK, horizon=h, gamma=SHAC_GAMMA, policy=linear_policy
+            )
             return roll.states[:, -1], loss
 
         _, losses = jax.lax.scan(one, x0[None], None, length=n_windows)
@@ -452,7 +520,9 @@ def truncated_value_and_grad(theta, x0, h, n_windows):
     loss, grad = _lib_truncated(theta, x0, int(h), int(n_windows))
     my_loss, my_grad = _my_truncated(theta, x0, int(h), int(n_windows), jnp.asarray(_RIGHT))  # library = formula
     np.testing.assert_allclose(float(my_loss), float(loss), rtol=1e-12)
-    np.testing.assert_allclose(np.asarray(my_grad), np.asarray(grad), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(grad))))
+    np.testing.assert_allclose(
+        np.asarray(my_grad), np.asarray(grad), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(grad)))
+    )
     return float(loss), np.asarray(grad)
 
 
@@ -482,8 +552,11 @@ _THETA_STAR = np.array([0.24, -1.11, 0.24])  # near what cl.shac_train learns on
 def _window_cases():
     rng = np.random.default_rng(407_301)
     return [
-        {"theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5), "x_start": np.array([0.1, 1.8]) + 0.05 * rng.normal(size=2),
-         "h": h}
+        {
+            "theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5),
+            "x_start": np.array([0.1, 1.8]) + 0.05 * rng.normal(size=2),
+            "h": h,
+        }
         for h in (5, 13, 24)
     ]
 
@@ -492,9 +565,14 @@ def _truncated_cases():
     rng = np.random.default_rng(407_302)
     out = []
     for h, n_windows in ((6, 3), (6, 3), (10, 2)):  # two (h, n_windows) pairs: two compiles when graded
-        out.append({"theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5),
-                    "x0": (np.array([0.0, 2.0]) + np.array([0.05, 0.3]) * rng.normal(size=2)).round(5),
-                    "h": h, "n_windows": n_windows})
+        out.append(
+            {
+                "theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5),
+                "x0": (np.array([0.0, 2.0]) + np.array([0.05, 0.3]) * rng.normal(size=2)).round(5),
+                "h": h,
+                "n_windows": n_windows,
+            }
+        )
     return out
 
 
@@ -505,7 +583,9 @@ _BAND = 1e-9
 
 _S04_7_EX3_CHECKS = (
     Check(
-        "window_loss", _window_cases, reference=window_loss,
+        "window_loss",
+        _window_cases,
+        reference=window_loss,
         outputs=(Output("窗口损失 L_h", "exact", rtol=_BAND), Output("窗口末端状态 x_h", "exact", rtol=_BAND)),
         mistakes={
             "s047_no_critic": Mistake(S047_NO_CRITIC, _window_variant(critic=0.0)),
@@ -515,13 +595,18 @@ _S04_7_EX3_CHECKS = (
         },
     ),
     Check(
-        "truncated_value_and_grad", _truncated_cases, reference=truncated_value_and_grad,
+        "truncated_value_and_grad",
+        _truncated_cases,
+        reference=truncated_value_and_grad,
         outputs=(Output("平均窗口损失", "exact", rtol=_BAND), Output("截断梯度 dL/dθ", "exact", rtol=_BAND)),
         mistakes={
             "s047_no_stop_gradient": Mistake(S047_NO_STOP_GRADIENT, _truncated_variant(stop=0.0)),
             "s047_no_critic": Mistake(S047_NO_CRITIC, _truncated_variant(critic=0.0)),
             "s047_critic_undiscounted": Mistake(S047_CRITIC_UNDISCOUNTED, _truncated_variant(critic_discount=0.0)),
-            "s047_sum_not_mean": Mistake(S047_SUM_NOT_MEAN, lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows)),
+            "s047_sum_not_mean": Mistake(
+                S047_SUM_NOT_MEAN,
+                lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows),
+            ),
         },
     ),
 )
@@ -530,34 +615,80 @@ _S04_7_EX3_CHECKS = (
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
-    Exercise("s04_7_ex1", _S04_7_EX1_CHECKS, constants={"DT": PEND_DT, "P": _PEND}, wrong_answers=(
-        # dL/du_k read off lambda_k instead of lambda_{k+1}
-        WrongAnswer("B_kᵀλ_{k+1}，下标差了一", keep=("pendulum_adjoint_answer",), edits={
-            "adjoint_pass_answer": [("        grads[k] = lu[k] + Bs[k].T @ lambdas[k + 1]   # u_k 通过 x_{k+1} 影响后面的损失\n"
-                                     "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n",
-                                     "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n"
-                                     "        grads[k] = lu[k] + Bs[k].T @ lambdas[k]\n")],
-        }),
-        WrongAnswer("A_kᵀλ_{k+1}", keep=("pendulum_adjoint_answer",), edits={  # A_k used without the transpose
-            "adjoint_pass_answer": [("As[k].T @", "As[k] @")],
-        }),
-    )),
-    Exercise("s04_7_ex2", _S04_7_EX2_CHECKS, wrong_answers=(
-        WrongAnswer("对初始状态的梯度", keep=("linear_rollout_answer",), edits={  # the gradient w.r.t. the initial state
-            "grad_norms_answer": [("jax.grad(horizon_loss)", "jax.grad(horizon_loss, argnums=3)")],
-        }),
-        WrongAnswer("off-by-one", keep=("linear_rollout_answer",), edits={  # the last state dropped: one step short
-            "grad_norms_answer": [("jnp.sum(xs[1:] ** 2)", "jnp.sum(xs[1:-1] ** 2)")],
-        }),
-    )),
-    Exercise("s04_7_ex3", _S04_7_EX3_CHECKS, constants={"GAMMA": SHAC_GAMMA}, wrong_answers=(
-        # window starts not stop_gradient'ed: the gradient leaks into the previous window
-        WrongAnswer("stop_gradient", keep=("truncated_answer",), edits={
-            "window_loss_answer": [("jax.lax.stop_gradient(jnp.asarray(x_start, dtype=jnp.float64))",
-                                    "jnp.asarray(x_start, dtype=jnp.float64)")],
-        }),
-        WrongAnswer("critic 终值", keep=("truncated_answer",), edits={  # the critic term forgotten
-            "window_loss_answer": [("total + GAMMA**h * critic(x_h), x_h", "total + 0.0, x_h")],
-        }),
-    )),
+    Exercise(
+        "s04_7_ex1",
+        _S04_7_EX1_CHECKS,
+        constants={"DT": PEND_DT, "P": _PEND},
+        wrong_answers=(
+            # dL/du_k read off lambda_k instead of lambda_{k+1}
+            WrongAnswer(
+                "B_kᵀλ_{k+1}，下标差了一",
+                keep=("pendulum_adjoint_answer",),
+                edits={
+                    "adjoint_pass_answer": [
+                        (
+                            "        grads[k] = lu[k] + Bs[k].T @ lambdas[k + 1]   # u_k 通过 x_{k+1} 影响后面的损失\n"
+                            "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n",
+                            "        lambdas[k] = lx[k] + As[k].T @ lambdas[k + 1]\n"
+                            "        grads[k] = lu[k] + Bs[k].T @ lambdas[k]\n",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "A_kᵀλ_{k+1}",
+                keep=("pendulum_adjoint_answer",),
+                edits={  # A_k used without the transpose
+                    "adjoint_pass_answer": [("As[k].T @", "As[k] @")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_7_ex2",
+        _S04_7_EX2_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "对初始状态的梯度",
+                keep=("linear_rollout_answer",),
+                edits={  # the gradient w.r.t. the initial state
+                    "grad_norms_answer": [("jax.grad(horizon_loss)", "jax.grad(horizon_loss, argnums=3)")],
+                },
+            ),
+            WrongAnswer(
+                "off-by-one",
+                keep=("linear_rollout_answer",),
+                edits={  # the last state dropped: one step short
+                    "grad_norms_answer": [("jnp.sum(xs[1:] ** 2)", "jnp.sum(xs[1:-1] ** 2)")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_7_ex3",
+        _S04_7_EX3_CHECKS,
+        constants={"GAMMA": SHAC_GAMMA},
+        wrong_answers=(
+            # window starts not stop_gradient'ed: the gradient leaks into the previous window
+            WrongAnswer(
+                "stop_gradient",
+                keep=("truncated_answer",),
+                edits={
+                    "window_loss_answer": [
+                        (
+                            "jax.lax.stop_gradient(jnp.asarray(x_start, dtype=jnp.float64))",
+                            "jnp.asarray(x_start, dtype=jnp.float64)",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "critic 终值",
+                keep=("truncated_answer",),
+                edits={  # the critic term forgotten
+                    "window_loss_answer": [("total + GAMMA**h * critic(x_h), x_h", "total + 0.0, x_h")],
+                },
+            ),
+        ),
+    ),
 )

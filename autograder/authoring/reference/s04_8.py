@@ -33,18 +33,30 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
-S048_UNNORMALISED = "结果与“方向没有归一化”一致：先把方向缩放成单位向量 v = d/‖d‖，否则 AD 与 FD 的方向导数都被放大了 ‖d‖ 倍。"
-S048_RELERR_NO_FLOOR = "相对误差与 |a−f|/max(|a|,|f|) 一致：教材的公式分母是 max(1, |a|, |f|)，方向导数很小时不能再除以它本身。"
+S048_UNNORMALISED = (
+    "结果与“方向没有归一化”一致：先把方向缩放成单位向量 v = d/‖d‖，否则 AD 与 FD 的方向导数都被放大了 ‖d‖ 倍。"
+)
+S048_RELERR_NO_FLOOR = (
+    "相对误差与 |a−f|/max(|a|,|f|) 一致：教材的公式分母是 max(1, |a|, |f|)，方向导数很小时不能再除以它本身。"
+)
 S048_RELERR_ABSOLUTE = "相对误差与绝对误差 |a−f| 一致：要除以 max(1, |a|, |f|)。"
 S048_FD_NOT_HALVED = "FD 方向导数是参考值的 2 倍：中心差分的分母是 2ε，不是 ε。"
 S048_PLATEAU_LAST_TIE = "两段一样长的平台里你选了后一段：按约定取ε较大的那一段（先出现的那一段）。"
-S048_PLATEAU_STOP_EXCLUSIVE = "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。"
-S048_PLATEAU_BEST_ONLY = "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。"
+S048_PLATEAU_STOP_EXCLUSIVE = (
+    "平台终点多了一：stop 应是平台里最后一个通过的下标（闭区间），不是 Python 切片那样的“最后一个加一”。"
+)
+S048_PLATEAU_BEST_ONLY = (
+    "结果与“只返回相对误差最小的那一个下标”一致：平台是连续通过（≤ tol）的一段，要返回这一段的起点和终点。"
+)
 S048_PLATEAU_FIRST_RUN = "结果与“取第一段连续通过的区间”一致：平台是最长的那一段，不一定是最先出现的那一段。"
-S048_START_IS_BEST = "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。"
+S048_START_IS_BEST = (
+    "结果与“每个 β 下相对误差最小的 ε 的下标”一致：题目要的是平台（最长的连续通过段）的起点，即平台里最大的 ε。"
+)
 S048_START_IS_STOP = "结果与平台的终点（最小的 ε）一致：题目要的是平台的起点，即平台里最大的 ε。"
 S048_LOG_AFTER_UPDATE = "日志里损失、接触等字段与“更新之后的参数”对应，梯度却是更新之前的：同一行的所有字段必须来自同一个参数 θ_i（先记录，再更新）。"
-S048_GRAD_NORM_CLIPPED = "梯度范数与“裁剪之后的范数” min(‖g‖, c) 一致：要记录裁剪之前的 ‖g‖，否则尖峰被裁剪掩盖，日志里看不到。"
+S048_GRAD_NORM_CLIPPED = (
+    "梯度范数与“裁剪之后的范数” min(‖g‖, c) 一致：要记录裁剪之前的 ‖g‖，否则尖峰被裁剪掩盖，日志里看不到。"
+)
 S048_STEP_IS_LR = "更新步长一栏等于学习率：要记录实际施加的更新 Δθ 的范数（裁剪之后的 lr·g 的范数）。"
 S048_STEP_UNCLIPPED = "更新步长与“未裁剪的 lr·‖g‖”一致：要记录实际施加的（裁剪之后的）更新的范数。"
 S048_CONTACTS_NEXT_STATES = "接触数与“在 x_1…x_N 上数 φ<0”一致：接触记录是在每一步开始时的状态 x_0…x_{N−1} 上求的，请直接用记录里的 penetration > 0。"
@@ -54,14 +66,15 @@ S048_RESIDUAL_MEAN = "残差一栏与各步残差的平均值一致：要记录�
 # --- the chapter's sweep and plateau --------------------------------------------------------------
 
 #: the table of the exercises: eps = 1e-1 ... 1e-12
-EPS_TABLE = tuple(10.0 ** -k for k in range(1, 13))
+EPS_TABLE = tuple(10.0**-k for k in range(1, 13))
 TOL = cl.default_tolerance(np.float64)  # 100 sqrt(machine epsilon), about 1.5e-6
 
 
 def _sweep(loss, grad, theta, direction, eps_list):
     """(ad, fd, relerr) by cl.directional_check (vmap over eps inside one program)."""
-    chk = cl.directional_check(loss, jnp.asarray(theta), grad, tuple(float(e) for e in eps_list),
-                               direction=jnp.asarray(direction))
+    chk = cl.directional_check(
+        loss, jnp.asarray(theta), grad, tuple(float(e) for e in eps_list), direction=jnp.asarray(direction)
+    )
     return float(chk.ad), np.asarray(chk.fd), np.asarray(chk.rel_error)
 
 
@@ -70,8 +83,12 @@ def _sweep_python(loss, grad, theta, direction, eps_list):
     theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
     v = d / np.linalg.norm(d)
     ad = float(np.sum(np.asarray(grad) * v))
-    fd = np.array([(float(loss(jnp.asarray(theta + e * v))) - float(loss(jnp.asarray(theta - e * v)))) / (2 * e)
-                   for e in eps_list])
+    fd = np.array(
+        [
+            (float(loss(jnp.asarray(theta + e * v))) - float(loss(jnp.asarray(theta - e * v)))) / (2 * e)
+            for e in eps_list
+        ]
+    )
     return ad, fd, np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
 
 
@@ -90,8 +107,11 @@ def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False
             fd.append((plus - minus) / ((1.0 if forward else 2.0) * e) * (1.0 if halved else 2.0))
         fd = np.array(fd)
         diff = np.abs(ad - fd)
-        denom = {"chapter": np.maximum(1.0, np.maximum(abs(ad), np.abs(fd))),
-                 "no_floor": np.maximum(abs(ad), np.abs(fd)), "absolute": np.ones_like(fd)}[formula]
+        denom = {
+            "chapter": np.maximum(1.0, np.maximum(abs(ad), np.abs(fd))),
+            "no_floor": np.maximum(abs(ad), np.abs(fd)),
+            "absolute": np.ones_like(fd),
+        }[formula]
         return ad, fd, diff / denom
 
     return fn
@@ -100,8 +120,10 @@ def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False
 def find_plateau(relerr, tol):
     """(start, stop): the longest run of consecutive entries <= tol (the first of equal runs); (-1, -1) if none."""
     relerr = np.asarray(relerr, dtype=np.float64)
-    p = cl.find_plateau(cl.DirectionalCheck(jnp.ones_like(relerr), 0.0, jnp.zeros_like(relerr), jnp.asarray(relerr),
-                                            jnp.zeros(1)), tol=float(tol))
+    p = cl.find_plateau(
+        cl.DirectionalCheck(jnp.ones_like(relerr), 0.0, jnp.zeros_like(relerr), jnp.asarray(relerr), jnp.zeros(1)),
+        tol=float(tol),
+    )
     return int(p.start), int(p.stop)
 
 
@@ -204,8 +226,11 @@ def _di_points(seed, n):
 
 
 def _di_sweep_cases():
-    eps_lists = ([0.1, 0.03, 0.01, 0.003, 0.001], [0.05, 0.02, 0.005, 0.002, 0.0005, 0.0002],
-                 [0.1, 0.01, 0.001, 0.0001])
+    eps_lists = (
+        [0.1, 0.03, 0.01, 0.003, 0.001],
+        [0.05, 0.02, 0.005, 0.002, 0.0005, 0.0002],
+        [0.1, 0.01, 0.001, 0.0001],
+    )
     cases = []
     for (U, d), eps in zip(_di_points(408_101, 3), eps_lists):
         case = {"U": U, "direction": d, "eps_list": np.array(eps)}
@@ -214,7 +239,9 @@ def _di_sweep_cases():
         # truncation-dominated: a differently rounded sweep agrees far inside the bands below
         assert abs(alt[0] - ref[0]) <= 1e-12 * max(1.0, abs(ref[0]))
         assert np.max(np.abs(alt[1] - ref[1])) <= 1e-11 * np.max(np.abs(ref[1])), np.max(np.abs(alt[1] - ref[1]))
-        assert np.max(np.abs(alt[2] - ref[2])) <= 1e-6 * np.max(ref[2]), np.max(np.abs(alt[2] - ref[2])) / np.max(ref[2])
+        assert np.max(np.abs(alt[2] - ref[2])) <= 1e-6 * np.max(ref[2]), np.max(np.abs(alt[2] - ref[2])) / np.max(
+            ref[2]
+        )
         cases.append(case)
     return cases
 
@@ -226,23 +253,31 @@ def _plateau_cases():
         tables.append(directional_sweep(U, d, EPS_TABLE)[2])
     cases = [{"relerr": tables[0], "tol": TOL}, {"relerr": tables[1], "tol": 1e-9}]
     cases += [
-        {"relerr": np.array([3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5]), "tol": TOL},  # runs of 2 and 3
-        {"relerr": np.array([2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5]), "tol": 1e-7},                   # two runs of 2: the first
-        {"relerr": np.array([0.3, 0.1, 0.05, 0.2, 0.4, 0.6]), "tol": TOL},                                      # nothing passes
-        {"relerr": np.array([5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9]), "tol": TOL},                          # the run reaches the end
+        {
+            "relerr": np.array([3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5]),
+            "tol": TOL,
+        },  # runs of 2 and 3
+        {"relerr": np.array([2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5]), "tol": 1e-7},  # two runs of 2: the first
+        {"relerr": np.array([0.3, 0.1, 0.05, 0.2, 0.4, 0.6]), "tol": TOL},  # nothing passes
+        {"relerr": np.array([5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9]), "tol": TOL},  # the run reaches the end
     ]
     return cases
 
 
 _S04_8_EX1_CHECKS = (
     Check(
-        "directional_sweep", _di_sweep_cases, reference=directional_sweep,
+        "directional_sweep",
+        _di_sweep_cases,
+        reference=directional_sweep,
         # Bands: graded eps are truncation-dominated (>= 1e-4); a differently rounded sweep (Python loop,
         # op-by-op perturbation) agrees with the reference to <= 1e-11 relative in fd and <= 1e-6 of the
         # largest relerr (asserted above; measured 1e-12 and 5e-7 at worst). FD against a forward difference
         # or an unnormalised direction differs by >= 1e-4 relative.
-        outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
-                 Output("相对误差", "exact", rtol=1e-4)),
+        outputs=(
+            Output("AD 方向导数", "exact", rtol=1e-9),
+            Output("FD 方向导数", "exact", rtol=1e-9),
+            Output("相对误差", "exact", rtol=1e-4),
+        ),
         mistakes={
             "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _di_variant(forward=True)),
             "s048_unnormalised": Mistake(S048_UNNORMALISED, _di_variant(normalise=False)),
@@ -252,7 +287,9 @@ _S04_8_EX1_CHECKS = (
         },
     ),
     Check(
-        "find_plateau", _plateau_cases, reference=find_plateau,
+        "find_plateau",
+        _plateau_cases,
+        reference=find_plateau,
         outputs=(Output("平台起点下标 start"), Output("平台终点下标 stop")),
         mistakes={
             "s048_plateau_last_tie": Mistake(S048_PLATEAU_LAST_TIE, _plateau_last_tie),
@@ -305,7 +342,9 @@ def _ball_tables(theta, direction, betas):
     for beta in np.asarray(betas, dtype=np.float64):
         loss = functools.partial(ball_loss, beta=float(beta))
         g = ball_grad(jnp.asarray(theta), float(beta))
-        out.append((_sweep(loss, g, theta, direction, EPS_TABLE)[2], _sweep_python(loss, g, theta, direction, EPS_TABLE)[2]))
+        out.append(
+            (_sweep(loss, g, theta, direction, EPS_TABLE)[2], _sweep_python(loss, g, theta, direction, EPS_TABLE)[2])
+        )
     return out
 
 
@@ -334,8 +373,11 @@ def _ball_points(seed, n):
 
 #: per hidden case: sharpness beta and the eps list; every graded eps is truncation-dominated
 #: (the relative error there is >= 1e-7 while rounding contributes <= 1e-11, asserted below)
-_BALL_SWEEPS = ((300.0, [0.1, 0.02, 0.005, 0.001, 0.0005]), (3000.0, [0.03, 0.01, 0.001, 0.0002, 3e-5]),
-                (10000.0, [0.01, 0.002, 5e-4, 1e-4, 2e-5, 5e-6]))
+_BALL_SWEEPS = (
+    (300.0, [0.1, 0.02, 0.005, 0.001, 0.0005]),
+    (3000.0, [0.03, 0.01, 0.001, 0.0002, 3e-5]),
+    (10000.0, [0.01, 0.002, 5e-4, 1e-4, 2e-5, 5e-6]),
+)
 
 
 def _ball_sweep_cases():
@@ -354,7 +396,9 @@ def _ball_sweep_cases():
 
 def _starts_cases():
     cases = []
-    for (theta, d), betas in zip(_ball_points(408_202, 2), ([100.0, 1000.0, 10000.0, 100000.0], [200.0, 2000.0, 20000.0])):
+    for (theta, d), betas in zip(
+        _ball_points(408_202, 2), ([100.0, 1000.0, 10000.0, 100000.0], [200.0, 2000.0, 20000.0])
+    ):
         for ref, alt in _ball_tables(theta, d, betas):
             _assert_robust_start((ref, alt), TOL)
         cases.append({"theta": theta, "direction": d, "betas": np.array(betas)})
@@ -363,11 +407,16 @@ def _starts_cases():
 
 _S04_8_EX2_CHECKS = (
     Check(
-        "contact_sweep", _ball_sweep_cases, reference=contact_sweep,
+        "contact_sweep",
+        _ball_sweep_cases,
+        reference=contact_sweep,
         # Same bands as s04_8_ex1: at the graded (truncation-dominated) eps a Python-loop sweep agrees with
         # the reference to <= 1e-11 relative in fd and <= 1e-6 of the largest relerr (asserted in the cases).
-        outputs=(Output("AD 方向导数", "exact", rtol=1e-9), Output("FD 方向导数", "exact", rtol=1e-9),
-                 Output("相对误差", "exact", rtol=1e-4)),
+        outputs=(
+            Output("AD 方向导数", "exact", rtol=1e-9),
+            Output("FD 方向导数", "exact", rtol=1e-9),
+            Output("相对误差", "exact", rtol=1e-4),
+        ),
         mistakes={
             "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _ball_variant(forward=True)),
             "s048_unnormalised": Mistake(S048_UNNORMALISED, _ball_variant(normalise=False)),
@@ -377,7 +426,9 @@ _S04_8_EX2_CHECKS = (
         },
     ),
     Check(
-        "plateau_starts", _starts_cases, reference=plateau_starts,
+        "plateau_starts",
+        _starts_cases,
+        reference=plateau_starts,
         # An integer per beta, graded exactly: the cases assert that the start is the same for the
         # reference and a Python-loop sweep and for 0.8 tol ... 1.25 tol (the deciding entries are truncation errors).
         outputs=(Output("各 β 下平台起点的下标"),),
@@ -421,12 +472,25 @@ def _row(theta, lr, max_norm, variant=None):
         count = int(jnp.sum(xs[1:, 0] < 0))
     residual = float(jnp.mean(rec.residual)) if variant == "s048_residual_mean" else float(jnp.max(rec.residual))
     step = {"s048_step_is_lr": lr, "s048_step_unclipped": lr * gn}.get(variant, float(np.linalg.norm(update)))
-    health = cl.health_record({"task": terms[0], "effort": terms[1]}, g, loss=loss, contact_count=count,
-                              max_penetration=jnp.max(rec.penetration), solver_residual=residual, step_size=step)
-    row = {"loss": float(health.loss), "task": float(terms[0]), "effort": float(terms[1]),
-           "grad_norm": min(gn, max_norm) if variant == "s048_grad_norm_clipped" else float(health.grad_norm),
-           "contact_count": int(health.contact_count), "max_penetration": float(health.max_penetration),
-           "residual": float(health.solver_residual), "step_size": float(health.step_size)}
+    health = cl.health_record(
+        {"task": terms[0], "effort": terms[1]},
+        g,
+        loss=loss,
+        contact_count=count,
+        max_penetration=jnp.max(rec.penetration),
+        solver_residual=residual,
+        step_size=step,
+    )
+    row = {
+        "loss": float(health.loss),
+        "task": float(terms[0]),
+        "effort": float(terms[1]),
+        "grad_norm": min(gn, max_norm) if variant == "s048_grad_norm_clipped" else float(health.grad_norm),
+        "contact_count": int(health.contact_count),
+        "max_penetration": float(health.max_penetration),
+        "residual": float(health.solver_residual),
+        "step_size": float(health.step_size),
+    }
     return row, np.asarray(theta, dtype=np.float64) + update, np.asarray(rec.penetration), np.asarray(xs)
 
 
@@ -485,8 +549,10 @@ def _assert_contacts_robust(pens, states):
 
 
 def _entry_cases():
-    cases = [{"theta": np.array(t), "lr": lr, "max_norm": c}
-             for t, lr, c in (((3.1, -0.2), 0.04, 15.0), ((2.29, -0.45), 0.03, 10.0), ((2.0, 0.1), 0.05, 1.0))]
+    cases = [
+        {"theta": np.array(t), "lr": lr, "max_norm": c}
+        for t, lr, c in (((3.1, -0.2), 0.04, 15.0), ((2.29, -0.45), 0.03, 10.0), ((2.0, 0.1), 0.05, 1.0))
+    ]
     for case in cases:
         _, _, pen, xs = _row(case["theta"], case["lr"], case["max_norm"])
         _assert_contacts_robust([pen], [xs])
@@ -494,78 +560,177 @@ def _entry_cases():
 
 
 def _train_cases():
-    cases = [{"theta0": np.array(t), "lr": lr, "max_norm": c, "n_iters": n}
-             for t, lr, c, n in (((3.8, 0.0), 0.035, 20.0, 9), ((4.2, 0.1), 0.03, 25.0, 8), ((1.5, -0.3), 0.02, 5.0, 7))]
+    cases = [
+        {"theta0": np.array(t), "lr": lr, "max_norm": c, "n_iters": n}
+        for t, lr, c, n in (((3.8, 0.0), 0.035, 20.0, 9), ((4.2, 0.1), 0.03, 25.0, 8), ((1.5, -0.3), 0.02, 5.0, 7))
+    ]
     for case in cases:
         _, pens, states = _train(**case)
         _assert_contacts_robust(pens, states)
     return cases
 
 
-_LOG_OUTPUTS = tuple(Output(label, "exact", rtol=_rtol) for label, _rtol in (
-    ("损失 loss", 1e-8), ("任务项 task", 1e-8), ("控制代价项 effort", 1e-8), ("裁剪前的梯度范数 grad_norm", 1e-8),
-    ("接触数 contact_count", None), ("最大穿透 max_penetration", 1e-8), ("接触残差 residual", 1e-8),
-    ("更新步长 step_size", 1e-8)))
+_LOG_OUTPUTS = tuple(
+    Output(label, "exact", rtol=_rtol)
+    for label, _rtol in (
+        ("损失 loss", 1e-8),
+        ("任务项 task", 1e-8),
+        ("控制代价项 effort", 1e-8),
+        ("裁剪前的梯度范数 grad_norm", 1e-8),
+        ("接触数 contact_count", None),
+        ("最大穿透 max_penetration", 1e-8),
+        ("接触残差 residual", 1e-8),
+        ("更新步长 step_size", 1e-8),
+    )
+)
 # Bands: the run is deterministic in float64. A Python-loop reimplementation (op-by-op rollout, numpy
 # clipping) reproduces every float field to <= 1e-12 relative over the graded iterations (measured); the
 # contact counts are integers and exact because no state comes within 1e-7 m of the ground (asserted).
 
 #: the message of each logging mistake (the module constant of its name)
-_LOG_MESSAGES = {"s048_log_after_update": S048_LOG_AFTER_UPDATE, "s048_grad_norm_clipped": S048_GRAD_NORM_CLIPPED,
-                 "s048_step_is_lr": S048_STEP_IS_LR, "s048_step_unclipped": S048_STEP_UNCLIPPED,
-                 "s048_contacts_next_states": S048_CONTACTS_NEXT_STATES, "s048_residual_mean": S048_RESIDUAL_MEAN}
+_LOG_MESSAGES = {
+    "s048_log_after_update": S048_LOG_AFTER_UPDATE,
+    "s048_grad_norm_clipped": S048_GRAD_NORM_CLIPPED,
+    "s048_step_is_lr": S048_STEP_IS_LR,
+    "s048_step_unclipped": S048_STEP_UNCLIPPED,
+    "s048_contacts_next_states": S048_CONTACTS_NEXT_STATES,
+    "s048_residual_mean": S048_RESIDUAL_MEAN,
+}
 
 _S04_8_EX3_CHECKS = (
-    Check("log_entry", _entry_cases, reference=log_entry, outputs=_LOG_OUTPUTS,
-          mistakes={m: Mistake(_LOG_MESSAGES[m], _entry_variant(m)) for m in (
-              "s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped", "s048_contacts_next_states",
-              "s048_residual_mean")}),
-    Check("train_with_log", _train_cases, reference=train_with_log, outputs=_LOG_OUTPUTS,
-          mistakes={m: Mistake(_LOG_MESSAGES[m], _train_variant(m)) for m in (
-              "s048_log_after_update", "s048_grad_norm_clipped", "s048_step_is_lr", "s048_step_unclipped",
-              "s048_contacts_next_states", "s048_residual_mean")}),
+    Check(
+        "log_entry",
+        _entry_cases,
+        reference=log_entry,
+        outputs=_LOG_OUTPUTS,
+        mistakes={
+            m: Mistake(_LOG_MESSAGES[m], _entry_variant(m))
+            for m in (
+                "s048_grad_norm_clipped",
+                "s048_step_is_lr",
+                "s048_step_unclipped",
+                "s048_contacts_next_states",
+                "s048_residual_mean",
+            )
+        },
+    ),
+    Check(
+        "train_with_log",
+        _train_cases,
+        reference=train_with_log,
+        outputs=_LOG_OUTPUTS,
+        mistakes={
+            m: Mistake(_LOG_MESSAGES[m], _train_variant(m))
+            for m in (
+                "s048_log_after_update",
+                "s048_grad_norm_clipped",
+                "s048_step_is_lr",
+                "s048_step_unclipped",
+                "s048_contacts_next_states",
+                "s048_residual_mean",
+            )
+        },
+    ),
 )
 
 
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
-    Exercise("s04_8_ex1", _S04_8_EX1_CHECKS, constants={"DT": DI_DT, "N": DI_N, "P": _DI}, wrong_answers=(
-        WrongAnswer("中心差分", keep=("plateau_answer",), edits={  # a forward difference instead of the central one
-            "sweep_answer": [("(float(loss(U + e * v)) - float(loss(U - e * v))) / (2.0 * e)",
-                              "(float(loss(U + e * v)) - float(loss(U))) / e")],
-        }),
-        # the direction used as given; the plateau's stop one past the run (slice-style)
-        WrongAnswer("单位向量", edits={
-            "sweep_answer": [("    v = v / jnp.linalg.norm(v)                              # 单位方向\n", "")],
-            "plateau_answer": [("(i - 1 - run_start) > (best[1] - best[0])", "(i - run_start) > (best[1] - best[0])"),
-                               ("best = (run_start, i - 1)", "best = (run_start, i)")],
-        }),
-    )),
-    Exercise("s04_8_ex2", _S04_8_EX2_CHECKS, constants={"H": BALL_H, "N": BALL_N, "K": BALL_K}, wrong_answers=(
-        # the absolute error instead of the chapter's relative error; the best eps instead of the plateau
-        WrongAnswer("绝对误差", edits={
-            "contact_sweep_answer": [("relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))",
-                                      "relerr = np.abs(ad - fd)")],
-            "plateau_starts_answer": [("starts.append(find_plateau(rel, TOL)[0])", "starts.append(int(np.argmin(rel)))")],
-        }),
-        WrongAnswer("平台的起点", keep=("contact_sweep_answer",), edits={  # the plateau's smallest eps instead of its largest
-            "plateau_starts_answer": [("starts.append(find_plateau(rel, TOL)[0])", "starts.append(find_plateau(rel, TOL)[1])")],
-        }),
-    )),
-    Exercise("s04_8_ex3", _S04_8_EX3_CHECKS, constants={"H": LOG_H, "N": LOG_N, "Y0": LOG_Y0, "TARGET": LOG_TARGET},
-             wrong_answers=(
-        # the loss, contacts and residual logged after the update, the gradient norm and step before it
-        WrongAnswer("同一行的所有字段必须来自同一个", keep=("log_entry_answer",), edits={
-            "train_answer": [("        row, theta = _log_and_step(theta, lr, max_norm)   # 先记录 theta_i，再走到 theta_{i+1}\n"
-                              "        rows.append(row)",
-                              "        row, theta = _log_and_step(theta, lr, max_norm)\n"
-                              "        after, _ = _log_and_step(theta, lr, max_norm)   # 记录走到的地方\n"
-                              "        rows.append(after._replace(grad_norm=row.grad_norm, step_size=row.step_size))")],
-        }),
-        WrongAnswer("裁剪之前", keep=("train_answer",), edits={  # the gradient norm logged after clipping
-            "log_entry_answer": [("grad_norm=g_norm,                                         # 裁剪之前",
-                                  "grad_norm=min(g_norm, max_norm),")],
-        }),
-    )),
+    Exercise(
+        "s04_8_ex1",
+        _S04_8_EX1_CHECKS,
+        constants={"DT": DI_DT, "N": DI_N, "P": _DI},
+        wrong_answers=(
+            WrongAnswer(
+                "中心差分",
+                keep=("plateau_answer",),
+                edits={  # a forward difference instead of the central one
+                    "sweep_answer": [
+                        (
+                            "(float(loss(U + e * v)) - float(loss(U - e * v))) / (2.0 * e)",
+                            "(float(loss(U + e * v)) - float(loss(U))) / e",
+                        )
+                    ],
+                },
+            ),
+            # the direction used as given; the plateau's stop one past the run (slice-style)
+            WrongAnswer(
+                "单位向量",
+                edits={
+                    "sweep_answer": [("    v = v / jnp.linalg.norm(v)                              # 单位方向\n", "")],
+                    "plateau_answer": [
+                        ("(i - 1 - run_start) > (best[1] - best[0])", "(i - run_start) > (best[1] - best[0])"),
+                        ("best = (run_start, i - 1)", "best = (run_start, i)"),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_8_ex2",
+        _S04_8_EX2_CHECKS,
+        constants={"H": BALL_H, "N": BALL_N, "K": BALL_K},
+        wrong_answers=(
+            # the absolute error instead of the chapter's relative error; the best eps instead of the plateau
+            WrongAnswer(
+                "绝对误差",
+                edits={
+                    "contact_sweep_answer": [
+                        (
+                            "relerr = np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))",
+                            "relerr = np.abs(ad - fd)",
+                        )
+                    ],
+                    "plateau_starts_answer": [
+                        ("starts.append(find_plateau(rel, TOL)[0])", "starts.append(int(np.argmin(rel)))")
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "平台的起点",
+                keep=("contact_sweep_answer",),
+                edits={  # the plateau's smallest eps instead of its largest
+                    "plateau_starts_answer": [
+                        ("starts.append(find_plateau(rel, TOL)[0])", "starts.append(find_plateau(rel, TOL)[1])")
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_8_ex3",
+        _S04_8_EX3_CHECKS,
+        constants={"H": LOG_H, "N": LOG_N, "Y0": LOG_Y0, "TARGET": LOG_TARGET},
+        wrong_answers=(
+            # the loss, contacts and residual logged after the update, the gradient norm and step before it
+            WrongAnswer(
+                "同一行的所有字段必须来自同一个",
+                keep=("log_entry_answer",),
+                edits={
+                    "train_answer": [
+                        (
+                            "        row, theta = _log_and_step(theta, lr, max_norm)   # 先记录 theta_i，再走到 theta_{i+1}\n"
+                            "        rows.append(row)",
+                            "        row, theta = _log_and_step(theta, lr, max_norm)\n"
+                            "        after, _ = _log_and_step(theta, lr, max_norm)   # 记录走到的地方\n"
+                            "        rows.append(after._replace(grad_norm=row.grad_norm, step_size=row.step_size))",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "裁剪之前",
+                keep=("train_answer",),
+                edits={  # the gradient norm logged after clipping
+                    "log_entry_answer": [
+                        (
+                            "grad_norm=g_norm,                                         # 裁剪之前",
+                            "grad_norm=min(g_norm, max_norm),",
+                        )
+                    ],
+                },
+            ),
+        ),
+    ),
 )

@@ -29,20 +29,34 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 # --- mistakes this section recognises ------------------------------------------------------------
 
 S049_CONTINUOUS_DFDU = "结果与连续动力学的 ∂f/∂u 吻合：那是微分方程右端对控制的导数，还没有经过积分器。题目要的是一步 RK4 之后的 ∂x_{t+1}/∂u_t，请对 step(x, u, h) 求导。"
-S049_EULER_B = "结果与 h·∂f/∂u 吻合，也就是显式欧拉一步的 B：题目规定的积分器是 RK4，四个阶段都依赖 u，位置分量的导数也不为零。"
+S049_EULER_B = (
+    "结果与 h·∂f/∂u 吻合，也就是显式欧拉一步的 B：题目规定的积分器是 RK4，四个阶段都依赖 u，位置分量的导数也不为零。"
+)
 S049_SEMI_IMPLICIT_B = "结果与半隐式欧拉一步的 B 吻合：题目规定的积分器是 RK4（设置单元里的 step）。"
 S049_FD_PERTURBED_STATE = "结果与“扰动状态 x 而不是控制 u”的差分吻合：x + eps 会把 eps 加到状态的每个分量上，算出的是对状态的方向导数；要扰动的是 u。"
 S049_FORCE_SPRING_ONLY = "峰值法向力与只算弹簧项 k·max(0, −y) 的结果吻合：penalty 力还包括穿透时的阻尼项 c·(−v)（并截断在 0 以上），请直接用 cl.penalty_force(y, v, k, c)。"
-S049_GRAD_FINAL_ONLY = "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果吻合：题目要的是整条轨迹上 k = 0..N 的最大值（接触期间的尖峰）。"
-S049_GRAD_HEIGHT_ONLY = "梯度范数与只用高度一行 ‖∂y_k/∂x_0‖ 的结果吻合：要对整个 2×2 矩阵 ∂x_k/∂x_0（高度和速度两行）取 Frobenius 范数。"
+S049_GRAD_FINAL_ONLY = (
+    "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果吻合：题目要的是整条轨迹上 k = 0..N 的最大值（接触期间的尖峰）。"
+)
+S049_GRAD_HEIGHT_ONLY = (
+    "梯度范数与只用高度一行 ‖∂y_k/∂x_0‖ 的结果吻合：要对整个 2×2 矩阵 ∂x_k/∂x_0（高度和速度两行）取 Frobenius 范数。"
+)
 S049_WINDOW_NO_TERMINAL = "结果与“没有终端价值项”的窗口损失吻合：SHAC 的截断损失在 h 步代价之后还要加上 γ^h·V(x_h)，否则策略看不到窗口之后的代价。"
-S049_WINDOW_TERMINAL_UNDISCOUNTED = "结果与终端价值项没乘 γ^h 的损失吻合：V(x_h) 处在第 h 步，要和第 h 步的代价一样折扣，即 γ^h·V(x_h)。"
+S049_WINDOW_TERMINAL_UNDISCOUNTED = (
+    "结果与终端价值项没乘 γ^h 的损失吻合：V(x_h) 处在第 h 步，要和第 h 步的代价一样折扣，即 γ^h·V(x_h)。"
+)
 S049_WINDOW_SUM_BATCH = "结果与对 B 条窗口求和（而不是求平均）吻合：损失应是批次平均，否则梯度大小随并行环境数变化。"
-S049_WINDOW_COST_SHIFTED = "结果与在 x_{k+1}（而不是 x_k）处计算阶段代价吻合（off-by-one）：第 k 步的代价是 c(x_k, u_k)，u_k = π(x_k)。"
-S049_SHAC_CLIPPED_NORM = "梯度范数与裁剪之后的值吻合（都不超过 1）：要记录的是裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰。"
+S049_WINDOW_COST_SHIFTED = (
+    "结果与在 x_{k+1}（而不是 x_k）处计算阶段代价吻合（off-by-one）：第 k 步的代价是 c(x_k, u_k)，u_k = π(x_k)。"
+)
+S049_SHAC_CLIPPED_NORM = (
+    "梯度范数与裁剪之后的值吻合（都不超过 1）：要记录的是裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰。"
+)
 S049_SHAC_FRESH_STARTS = "结果与“每个窗口都从回合的初始状态重新出发”吻合：同一回合内，下一个窗口要从上一个窗口的末状态 x_end 接着走，只有回合开始（i % W == 0）时才调用 episode_starts。"
 S049_RESIDUAL_UNWEIGHTED = "残差与没有除以噪声标准差 SIGMA_V 的结果吻合：要用白化残差 (v_k(θ) − v̂_k)/σ_v，这样平方和才是对数似然，Gauss–Newton 矩阵的逆才是参数的协方差。"
-S049_RESIDUAL_X0_ZERO = "残差与“从零初始状态开始仿真”的结果吻合：仿真要从给定的 x0 出发（隐藏实验里物块一开始就在运动）。"
+S049_RESIDUAL_X0_ZERO = (
+    "残差与“从零初始状态开始仿真”的结果吻合：仿真要从给定的 x0 出发（隐藏实验里物块一开始就在运动）。"
+)
 S049_SYSID_NO_UPDATE = "辨识结果与初始猜测（几乎）相同：参数没有被更新。检查循环里是否把新值赋回了变量（例如 z = z - dz），以及返回的是更新后的参数。"
 
 
@@ -116,22 +130,30 @@ def _b_of(integrator):
 
 _S04_9_EX1_CHECKS = (
     Check(
-        "dxdu_ad", lambda: _cp_cases("ad"),
+        "dxdu_ad",
+        lambda: _cp_cases("ad"),
         reference=dxdu_ad,
         outputs=(Output("∂x_{t+1}/∂u_t（自动微分）", "exact"),),
         mistakes={
-            "s049_continuous_dfdu": Mistake(S049_CONTINUOUS_DFDU, lambda x, u, h: np.asarray(_cp_dfdu(jnp.asarray(x), jnp.asarray(u)))),
+            "s049_continuous_dfdu": Mistake(
+                S049_CONTINUOUS_DFDU, lambda x, u, h: np.asarray(_cp_dfdu(jnp.asarray(x), jnp.asarray(u)))
+            ),
             "s049_euler_b": Mistake(S049_EULER_B, _b_of("explicit_euler")),
             "s049_semi_implicit_b": Mistake(S049_SEMI_IMPLICIT_B, _b_of("semi_implicit_euler")),
         },
     ),
     Check(
-        "dxdu_fd", lambda: _cp_cases("fd"),
+        "dxdu_fd",
+        lambda: _cp_cases("fd"),
         reference=dxdu_fd,
         outputs=(Output("∂x_{t+1}/∂u_t（中心差分）", rtol=CP_FD_RTOL),),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, lambda x, u, h, eps: _fd(x, u, h, eps, scheme="forward")),
-            "s049_fd_perturbed_state": Mistake(S049_FD_PERTURBED_STATE, lambda x, u, h, eps: _fd(x, u, h, eps, perturb="x")),
+            "forward_difference": Mistake(
+                messages.FORWARD_DIFFERENCE, lambda x, u, h, eps: _fd(x, u, h, eps, scheme="forward")
+            ),
+            "s049_fd_perturbed_state": Mistake(
+                S049_FD_PERTURBED_STATE, lambda x, u, h, eps: _fd(x, u, h, eps, perturb="x")
+            ),
         },
     ),
 )
@@ -197,11 +219,18 @@ def _ball_cases():
 
 _S04_9_EX2_CHECKS = (
     Check(
-        "stiffness_sweep", _ball_cases,
+        "stiffness_sweep",
+        _ball_cases,
         reference=stiffness_sweep,
-        outputs=(Output("最大穿透深度", "exact"), Output("峰值法向力", "exact"), Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F", "exact")),
+        outputs=(
+            Output("最大穿透深度", "exact"),
+            Output("峰值法向力", "exact"),
+            Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F", "exact"),
+        ),
         mistakes={
-            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda **c: _ball_sweep(**c, integrator="explicit_euler")),
+            "explicit_euler": Mistake(
+                messages.EXPLICIT_EULER, lambda **c: _ball_sweep(**c, integrator="explicit_euler")
+            ),
             "s049_force_spring_only": Mistake(S049_FORCE_SPRING_ONLY, lambda **c: _ball_sweep(**c, force="spring")),
             "s049_grad_final_only": Mistake(S049_GRAD_FINAL_ONLY, lambda **c: _ball_sweep(**c, grad="final")),
             "s049_grad_height_only": Mistake(S049_GRAD_HEIGHT_ONLY, lambda **c: _ball_sweep(**c, grad="height_only")),
@@ -287,7 +316,9 @@ def _shac_run(seed, horizon, n_iterations, switches, fresh_starts):
         return (optax.apply_updates(theta, updates), opt_state, x_end), (jnp.linalg.norm(g), loss)
 
     starts0 = jnp.zeros((SHAC_ENVS, 2))
-    (theta, _, _), (norms, losses) = jax.lax.scan(iteration, (theta0, opt.init(theta0), starts0), jnp.arange(n_iterations))
+    (theta, _, _), (norms, losses) = jax.lax.scan(
+        iteration, (theta0, opt.init(theta0), starts0), jnp.arange(n_iterations)
+    )
     final = cl.episode_cost(theta, SHAC_TASK, policy=shac_policy)
     return norms, losses, final
 
@@ -324,7 +355,9 @@ def _shac_cases():
     theta, starts = jnp.array([-3.0, -1.5, 2.0]), shac_episode_starts(0, 0)
     for horizon in (16, 32, 64):
         mine = _window(theta, starts, horizon, jnp.asarray(_WINDOW_VARIANTS[None]))
-        lib, roll = cl.short_horizon_loss(theta, SHAC_PSI, starts, SHAC_TASK, horizon=horizon, gamma=SHAC_GAMMA, policy=shac_policy)
+        lib, roll = cl.short_horizon_loss(
+            theta, SHAC_PSI, starts, SHAC_TASK, horizon=horizon, gamma=SHAC_GAMMA, policy=shac_policy
+        )
         np.testing.assert_allclose(mine[0], lib, rtol=1e-13)
         np.testing.assert_allclose(mine[1], roll.states[:, -1], rtol=1e-13)
     return [{"horizon": h, "n_iterations": n, "seed": seed} for h, n, seed in _SHAC_CASES]
@@ -332,13 +365,19 @@ def _shac_cases():
 
 _S04_9_EX3_CHECKS = (
     Check(
-        "train_shac", _shac_cases,
+        "train_shac",
+        _shac_cases,
         reference=train_shac,
-        outputs=(Output("每次迭代的梯度范数（裁剪前）", rtol=SHAC_RTOL), Output("每次迭代的窗口损失", rtol=SHAC_RTOL),
-                 Output("训练后的整回合代价", rtol=SHAC_RTOL)),
+        outputs=(
+            Output("每次迭代的梯度范数（裁剪前）", rtol=SHAC_RTOL),
+            Output("每次迭代的窗口损失", rtol=SHAC_RTOL),
+            Output("训练后的整回合代价", rtol=SHAC_RTOL),
+        ),
         mistakes={
             "s049_window_no_terminal": Mistake(S049_WINDOW_NO_TERMINAL, _train_variant("no_terminal")),
-            "s049_window_terminal_undiscounted": Mistake(S049_WINDOW_TERMINAL_UNDISCOUNTED, _train_variant("terminal_undiscounted")),
+            "s049_window_terminal_undiscounted": Mistake(
+                S049_WINDOW_TERMINAL_UNDISCOUNTED, _train_variant("terminal_undiscounted")
+            ),
             "s049_window_sum_batch": Mistake(S049_WINDOW_SUM_BATCH, _train_variant("sum_batch")),
             "s049_window_cost_shifted": Mistake(S049_WINDOW_COST_SHIFTED, _train_variant("cost_shifted")),
             "s049_shac_clipped_norm": Mistake(S049_SHAC_CLIPPED_NORM, _train_variant(clipped_norms=True)),
@@ -377,7 +416,9 @@ _residuals_jit = jax.jit(_residuals, static_argnames=("variant",))
 
 def _residuals_variant(variant=None):
     def fn(theta, us, x0, vs_measured):
-        return np.asarray(_residuals_jit(jnp.asarray(theta), jnp.asarray(us), jnp.asarray(x0), jnp.asarray(vs_measured), variant))
+        return np.asarray(
+            _residuals_jit(jnp.asarray(theta), jnp.asarray(us), jnp.asarray(x0), jnp.asarray(vs_measured), variant)
+        )
 
     return fn
 
@@ -435,7 +476,11 @@ def _sysid_experiment(seed):
     """One hidden experiment: true parameters, a rich multisine input, a moving start, noisy data."""
     rng = np.random.default_rng(seed)
     theta = np.array([rng.uniform(0.7, 2.0), rng.uniform(0.15, 0.6), rng.uniform(0.3, 1.0)]).round(4)
-    amplitudes, frequencies, phases = rng.uniform(1.5, 3.5, 3).round(3), rng.uniform(1.0, 9.0, 3).round(3), rng.uniform(0.0, 6.3, 3).round(3)
+    amplitudes, frequencies, phases = (
+        rng.uniform(1.5, 3.5, 3).round(3),
+        rng.uniform(1.0, 9.0, 3).round(3),
+        rng.uniform(0.0, 6.3, 3).round(3),
+    )
     us = np.asarray(cl.multisine(SYSID_N, SYSID_DT, amplitudes, frequencies, phases))
     x0 = np.array([0.0, rng.uniform(-0.5, 0.5)]).round(4)
     clean = np.asarray(sysid_simulate(jnp.asarray(theta), jnp.asarray(us), jnp.asarray(x0)))[:, 1]
@@ -485,13 +530,16 @@ def _sysid_cases():
 
 def _residual_cases():
     # evaluated at the wrong initial guess of each experiment (what the first Gauss-Newton step sees)
-    return [{"theta": c["theta_init"], "us": c["us"], "x0": c["x0"], "vs_measured": c["vs_measured"]} for c in
-            (_sysid_experiment(seed)[1] for seed in _SYSID_SEEDS)]
+    return [
+        {"theta": c["theta_init"], "us": c["us"], "x0": c["x0"], "vs_measured": c["vs_measured"]}
+        for c in (_sysid_experiment(seed)[1] for seed in _SYSID_SEEDS)
+    ]
 
 
 _S04_9_EX4_CHECKS = (
     Check(
-        "residuals", _residual_cases,
+        "residuals",
+        _residual_cases,
         reference=residuals,
         outputs=(Output("白化速度残差", "exact"),),
         mistakes={
@@ -500,11 +548,22 @@ _S04_9_EX4_CHECKS = (
         },
     ),
     Check(
-        "identify", _sysid_cases,
+        "identify",
+        _sysid_cases,
         reference=_sysid_truth,
-        outputs=tuple(Output(label, rtol=SYSID_RTOL[name]) for name, label in
-                      (("mass", "辨识出的质量 m"), ("damping", "辨识出的黏性阻尼 b"), ("coulomb", "辨识出的库仑摩擦 f_c"))),
-        mistakes={"s049_sysid_no_update": Mistake(S049_SYSID_NO_UPDATE, lambda theta_init, **_: tuple(float(t) for t in theta_init))},
+        outputs=tuple(
+            Output(label, rtol=SYSID_RTOL[name])
+            for name, label in (
+                ("mass", "辨识出的质量 m"),
+                ("damping", "辨识出的黏性阻尼 b"),
+                ("coulomb", "辨识出的库仑摩擦 f_c"),
+            )
+        ),
+        mistakes={
+            "s049_sysid_no_update": Mistake(
+                S049_SYSID_NO_UPDATE, lambda theta_init, **_: tuple(float(t) for t in theta_init)
+            )
+        },
     ),
 )
 
@@ -514,55 +573,134 @@ _S04_9_EX4_CHECKS = (
 _RK4_FD = "(step(x, u + eps, h) - step(x, u - eps, h)) / (2 * eps)"
 
 EXERCISES = (
-    Exercise("s04_9_ex1", _S04_9_EX1_CHECKS, constants={"P": _CP}, wrong_answers=(
-        # AD with respect to the state (argnums left at 0); a forward difference
-        WrongAnswer("前向差分", edits={
-            "ad_answer": [("jax.jacfwd(step, argnums=1)", "jax.jacfwd(step)")],
-            "fd_answer": [(_RK4_FD, "(step(x, u + eps, h) - step(x, u, h)) / eps")],
-        }),
-        # AD of the continuous dynamics instead of the step; FD perturbs the state instead of the control
-        WrongAnswer("扰动状态 x 而不是控制 u", edits={
-            "ad_answer": [("jax.jacfwd(step, argnums=1)(jnp.asarray(x), jnp.asarray(u), h)",
-                           "jax.jacfwd(cl.cart_pole, argnums=1)(jnp.asarray(x), jnp.asarray(u), P)")],
-            "fd_answer": [(_RK4_FD, "(step(x + eps, u, h) - step(x - eps, u, h)) / (2 * eps)")],
-        }),
-    )),
-    Exercise("s04_9_ex2", _S04_9_EX2_CHECKS, constants={"C_DAMP": BALL_DAMPING}, wrong_answers=(
-        WrongAnswer("显式欧拉", edits={  # explicit instead of semi-implicit Euler
-            "sweep_answer": [('cl.soft_ball_step(h, "penalty", "semi_implicit_euler")',
-                              'cl.soft_ball_step(h, "penalty", "explicit_euler")')],
-        }),
-        WrongAnswer("只算弹簧项", edits={  # the spring term only; the gradient norm of the final step only
-            "sweep_answer": [("peak_force.append(jnp.max(cl.penalty_force(y, v, k, C_DAMP)))",
-                              "peak_force.append(jnp.max(k * jnp.maximum(0.0, -y)))"),
-                             ("grad_peak.append(jnp.max(jnp.linalg.norm(S, axis=(1, 2))))  # 对每个 2×2 矩阵取 Frobenius 范数",
-                              "grad_peak.append(jnp.linalg.norm(S[-1]))  # 最后一步的 Frobenius 范数")],
-        }),
-    )),
-    Exercise("s04_9_ex3", _S04_9_EX3_CHECKS, constants={"GAMMA": SHAC_GAMMA, "N_ENVS": SHAC_ENVS}, wrong_answers=(
-        WrongAnswer("没有终端价值项", keep=("train_answer",), edits={  # the terminal value is missing
-            "window_answer": [("return jnp.sum(costs) + GAMMA**horizon * terminal_value(x_end), x_end",
-                               "return jnp.sum(costs), x_end")],
-        }),
-        WrongAnswer("重新出发", keep=("window_answer",), edits={  # every window restarts the episode
-            "train_answer": [("        if i % n_windows == 0:\n            x_starts = episode_starts(seed, i // n_windows)\n",
-                              "        x_starts = episode_starts(seed, i // n_windows)\n")],
-        }),
-        WrongAnswer("裁剪之前", keep=("window_answer",), edits={  # clipped first, then the (clipped) norm logged
-            "train_answer": [("    updates, opt_state = OPTIMIZER.update(grad, opt_state, theta)",
-                              "    grad = grad * jnp.minimum(1.0, 1.0 / jnp.linalg.norm(grad))   # 先裁剪\n"
-                              "    updates, opt_state = OPTIMIZER.update(grad, opt_state, theta)")],
-        }),
-    )),
-    Exercise("s04_9_ex4", _S04_9_EX4_CHECKS,
-             constants={"DT": SYSID_DT, "N_STEPS": SYSID_N, "SIGMA_V": SYSID_SIGMA_V, "V_SMOOTH": SYSID_V_SMOOTH},
-             wrong_answers=(
-        WrongAnswer("没有除以噪声标准差", edits={  # residuals not whitened
-            "residuals_answer": [("return (simulate(theta, us, x0)[:, 1] - vs_measured) / SIGMA_V",
-                                  "return simulate(theta, us, x0)[:, 1] - vs_measured")],
-        }),
-        WrongAnswer("参数没有被更新", keep=("residuals_answer",), edits={  # the new value is never stored in z
-            "identify_answer": [("                z = z - t * dz\n", "                z_next = z - t * dz\n")],
-        }),
-    )),
+    Exercise(
+        "s04_9_ex1",
+        _S04_9_EX1_CHECKS,
+        constants={"P": _CP},
+        wrong_answers=(
+            # AD with respect to the state (argnums left at 0); a forward difference
+            WrongAnswer(
+                "前向差分",
+                edits={
+                    "ad_answer": [("jax.jacfwd(step, argnums=1)", "jax.jacfwd(step)")],
+                    "fd_answer": [(_RK4_FD, "(step(x, u + eps, h) - step(x, u, h)) / eps")],
+                },
+            ),
+            # AD of the continuous dynamics instead of the step; FD perturbs the state instead of the control
+            WrongAnswer(
+                "扰动状态 x 而不是控制 u",
+                edits={
+                    "ad_answer": [
+                        (
+                            "jax.jacfwd(step, argnums=1)(jnp.asarray(x), jnp.asarray(u), h)",
+                            "jax.jacfwd(cl.cart_pole, argnums=1)(jnp.asarray(x), jnp.asarray(u), P)",
+                        )
+                    ],
+                    "fd_answer": [(_RK4_FD, "(step(x + eps, u, h) - step(x - eps, u, h)) / (2 * eps)")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_9_ex2",
+        _S04_9_EX2_CHECKS,
+        constants={"C_DAMP": BALL_DAMPING},
+        wrong_answers=(
+            WrongAnswer(
+                "显式欧拉",
+                edits={  # explicit instead of semi-implicit Euler
+                    "sweep_answer": [
+                        (
+                            'cl.soft_ball_step(h, "penalty", "semi_implicit_euler")',
+                            'cl.soft_ball_step(h, "penalty", "explicit_euler")',
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "只算弹簧项",
+                edits={  # the spring term only; the gradient norm of the final step only
+                    "sweep_answer": [
+                        (
+                            "peak_force.append(jnp.max(cl.penalty_force(y, v, k, C_DAMP)))",
+                            "peak_force.append(jnp.max(k * jnp.maximum(0.0, -y)))",
+                        ),
+                        (
+                            "grad_peak.append(jnp.max(jnp.linalg.norm(S, axis=(1, 2))))  # 对每个 2×2 矩阵取 Frobenius 范数",
+                            "grad_peak.append(jnp.linalg.norm(S[-1]))  # 最后一步的 Frobenius 范数",
+                        ),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_9_ex3",
+        _S04_9_EX3_CHECKS,
+        constants={"GAMMA": SHAC_GAMMA, "N_ENVS": SHAC_ENVS},
+        wrong_answers=(
+            WrongAnswer(
+                "没有终端价值项",
+                keep=("train_answer",),
+                edits={  # the terminal value is missing
+                    "window_answer": [
+                        (
+                            "return jnp.sum(costs) + GAMMA**horizon * terminal_value(x_end), x_end",
+                            "return jnp.sum(costs), x_end",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "重新出发",
+                keep=("window_answer",),
+                edits={  # every window restarts the episode
+                    "train_answer": [
+                        (
+                            "        if i % n_windows == 0:\n            x_starts = episode_starts(seed, i // n_windows)\n",
+                            "        x_starts = episode_starts(seed, i // n_windows)\n",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "裁剪之前",
+                keep=("window_answer",),
+                edits={  # clipped first, then the (clipped) norm logged
+                    "train_answer": [
+                        (
+                            "    updates, opt_state = OPTIMIZER.update(grad, opt_state, theta)",
+                            "    grad = grad * jnp.minimum(1.0, 1.0 / jnp.linalg.norm(grad))   # 先裁剪\n"
+                            "    updates, opt_state = OPTIMIZER.update(grad, opt_state, theta)",
+                        )
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_9_ex4",
+        _S04_9_EX4_CHECKS,
+        constants={"DT": SYSID_DT, "N_STEPS": SYSID_N, "SIGMA_V": SYSID_SIGMA_V, "V_SMOOTH": SYSID_V_SMOOTH},
+        wrong_answers=(
+            WrongAnswer(
+                "没有除以噪声标准差",
+                edits={  # residuals not whitened
+                    "residuals_answer": [
+                        (
+                            "return (simulate(theta, us, x0)[:, 1] - vs_measured) / SIGMA_V",
+                            "return simulate(theta, us, x0)[:, 1] - vs_measured",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "参数没有被更新",
+                keep=("residuals_answer",),
+                edits={  # the new value is never stored in z
+                    "identify_answer": [("                z = z - t * dz\n", "                z_next = z - t * dz\n")],
+                },
+            ),
+        ),
+    ),
 )

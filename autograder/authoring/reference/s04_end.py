@@ -30,14 +30,18 @@ S04END_SENS_OLD_VELOCITY = "解析导数与“位置的敏感度用旧速度的�
 S04END_SENS_NEW_POSITION = "解析导数与“在 q_{k+1} 处计算直接项 −h·q/m”一致：速度更新 v_{k+1} = v_k + h(−b v_k − k q_k)/m 用的是旧位置 q_k，对 k 的直接导数是 −h·q_k/m。"
 S04END_NATURAL_LOG = "误差列与用自然对数算出的结果一致：题目要的是 log10。"
 S04END_ERROR_UNNORMALISED = "误差列与 |FD − AD|/|AD|（没有取 max(1, |AD|, |FD|)）一致：本章的相对误差分母是 max(1, |a|, |f|)，导数很小时它退化为绝对误差。"
-S04END_ERROR_VS_ANALYTIC_WRONG = "误差列与“拿有限差分和自己写错的解析导数比较”一致：请先让解析导数与 jax.grad 吻合，误差表以 jax.grad 的导数为基准。"
+S04END_ERROR_VS_ANALYTIC_WRONG = (
+    "误差列与“拿有限差分和自己写错的解析导数比较”一致：请先让解析导数与 jax.grad 吻合，误差表以 jax.grad 的导数为基准。"
+)
 S04END_ONESIDED_SWAPPED = "前向与后向差分对调了：前向差分是 (s(y+ε) − s(y))/ε，向接触边界的“上方”看；后向差分是 (s(y) − s(y−ε))/ε，向“下方”看。"
 S04END_GAP_SIGN = "结果与 λ = k·max(0, y) 一致：穿透时 y < 0，惩罚力应为 k·max(0, −y)，也就是地面以下才有推力。"
 S04END_CENTRAL_IS_FORWARD = "中心差分一栏与前向差分相同：中心差分应为 (s(y+ε) − s(y−ε))/(2ε)，两侧各扰动一次。"
 S04END_CENTRAL_NO_HALF = "中心差分一栏是参考值的 2 倍：两个采样点相距 2ε，分母应为 2ε 而不是 ε。"
 S04END_SWITCH_SHIFTED = "切换标记与“比较第 k 步和第 k+1 步”一致（off-by-one）：switch[k] 表示第 k 步的接触状态与第 k−1 步不同，switch[0] = 0。"
 S04END_CONTACT_FROM_FORCE = "接触标记与“法向力大于 0”一致：快速分离时阻尼项会把 penalty 力截断为 0，但脚仍在地面以下。本题的接触以记录里的 mode（即 φ ≤ 0）为准。"
-S04END_PENETRATION_NEXT_STATE = "穿透深度与用步末状态 x_{k+1} 计算的结果一致（off-by-one）：ContactRecord 记录的是第 k 步开始时的 max(0, −z_f)。"
+S04END_PENETRATION_NEXT_STATE = (
+    "穿透深度与用步末状态 x_{k+1} 计算的结果一致（off-by-one）：ContactRecord 记录的是第 k 步开始时的 max(0, −z_f)。"
+)
 S04END_GRAD_WRT_STATE = "梯度范数与 ‖∂L/∂x_k‖（对状态的伴随）一致：本题要的是对第 k 步控制的梯度 ‖∂L/∂u_k‖。"
 S04END_PEN_NOT_SQUARED = "穿透项与 W_PEN·Σ d_k（没有平方）一致：穿透代价是 W_PEN·Σ d_k²。"
 S04END_EFFORT_ABS = "控制代价与 W_U·Σ|u_k|（一范数）一致：控制代价是 W_U·Σ‖u_k‖²。"
@@ -100,10 +104,12 @@ def ad_derivative(m, b, k, q0, v0, h, n_steps):
     return float(_sd_grad_jit(*_as_f(m, b, k, q0, v0, h), int(n_steps)))
 
 
-def _error_table(m, b, k, q0, v0, h, n_steps, eps_list, scheme="central", log=np.log10, norm="chapter",
-                 base="ad"):
+def _error_table(m, b, k, q0, v0, h, n_steps, eps_list, scheme="central", log=np.log10, norm="chapter", base="ad"):
     args = _as_f(m, b, q0, v0, h)
-    q_of_k = lambda kk: float(_sd_final_q_jit(args[0], args[1], jnp.float64(kk), args[2], args[3], args[4], int(n_steps)))  # noqa: E731
+
+    def q_of_k(kk):
+        return float(_sd_final_q_jit(args[0], args[1], jnp.float64(kk), args[2], args[3], args[4], int(n_steps)))
+
     fd = []
     for eps in np.asarray(eps_list, dtype=np.float64):
         if scheme == "forward":
@@ -156,13 +162,21 @@ def _numpy_final_q(m, b, k, q0, v0, h, n_steps, form="loop"):
 def _sd_cases():
     rng = np.random.default_rng(40_901)
     cases = []
-    for h, n_steps, eps_list in ((0.01, 300, (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)),
-                                 (0.02, 180, (0.2, 0.05, 0.01, 0.002)),
-                                 (0.005, 700, (0.1, 0.02, 0.004, 0.001))):
-        case = {"m": round(rng.uniform(0.6, 1.8), 3), "b": round(rng.uniform(0.1, 0.8), 3),
-                "k": round(rng.uniform(6.0, 30.0), 3), "q0": round(rng.uniform(-1.0, 1.0), 4),
-                "v0": round(rng.uniform(-1.5, 1.5), 4), "h": h, "n_steps": n_steps,
-                "eps_list": np.asarray(eps_list)}
+    for h, n_steps, eps_list in (
+        (0.01, 300, (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)),
+        (0.02, 180, (0.2, 0.05, 0.01, 0.002)),
+        (0.005, 700, (0.1, 0.02, 0.004, 0.001)),
+    ):
+        case = {
+            "m": round(rng.uniform(0.6, 1.8), 3),
+            "b": round(rng.uniform(0.1, 0.8), 3),
+            "k": round(rng.uniform(6.0, 30.0), 3),
+            "q0": round(rng.uniform(-1.0, 1.0), 4),
+            "v0": round(rng.uniform(-1.5, 1.5), 4),
+            "h": h,
+            "n_steps": n_steps,
+            "eps_list": np.asarray(eps_list),
+        }
         # guard: second implementations give the same table well within the bands
         fd, log_err = error_table(**case)
         ad = ad_derivative(**{k: v for k, v in case.items() if k != "eps_list"})
@@ -186,7 +200,8 @@ def _table_variant(**options):
 
 _S04_END_EXA_CHECKS = (
     Check(
-        "analytic_derivative", _derivative_cases,
+        "analytic_derivative",
+        _derivative_cases,
         reference=analytic_derivative,
         outputs=(Output("解析导数 ∂q_N/∂k", "exact"),),
         mistakes={
@@ -195,19 +210,26 @@ _S04_END_EXA_CHECKS = (
         },
     ),
     Check(
-        "ad_derivative", _derivative_cases,
+        "ad_derivative",
+        _derivative_cases,
         reference=ad_derivative,
         outputs=(Output("自动微分导数 ∂q_N/∂k", "exact"),),
     ),
     Check(
-        "error_table", _sd_cases,
+        "error_table",
+        _sd_cases,
         reference=error_table,
-        outputs=(Output("中心差分 FD(ε)", rtol=SD_FD_RTOL), Output("误差表 log10 relerr(FD, AD)", rtol=SD_LOG_ERR_RTOL)),
+        outputs=(
+            Output("中心差分 FD(ε)", rtol=SD_FD_RTOL),
+            Output("误差表 log10 relerr(FD, AD)", rtol=SD_LOG_ERR_RTOL),
+        ),
         mistakes={
             "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _table_variant(scheme="forward")),
             "s04end_natural_log": Mistake(S04END_NATURAL_LOG, _table_variant(log=np.log)),
             "s04end_error_unnormalised": Mistake(S04END_ERROR_UNNORMALISED, _table_variant(norm="plain")),
-            "s04end_error_vs_analytic_wrong": Mistake(S04END_ERROR_VS_ANALYTIC_WRONG, _table_variant(base="old_velocity")),
+            "s04end_error_vs_analytic_wrong": Mistake(
+                S04END_ERROR_VS_ANALYTIC_WRONG, _table_variant(base="old_velocity")
+            ),
         },
     ),
 )
@@ -264,12 +286,30 @@ PENALTY_FD_RTOL = 1e-9
 
 def _penalty_cases():
     cases = [
-        {"y0s": np.array([-3.2e-3, -4.5e-4, -6e-5, 7e-5, 5.5e-4, 2.7e-3]), "v0": -1.3,
-         "eps_list": np.array([1e-2, 1e-3, 1e-4, 1e-5]), "h": 0.01, "k": 2000.0, "m": 1.0},
-        {"y0s": np.array([-8e-3, -1.5e-3, 2.5e-4, 3.5e-3]), "v0": -0.4,
-         "eps_list": np.array([3e-2, 5e-3, 5e-4, 2e-5]), "h": 0.005, "k": 6000.0, "m": 2.0},
-        {"y0s": np.array([-2.2e-4, 1.3e-4, 4e-4]), "v0": 0.6,
-         "eps_list": np.array([1e-3, 3e-4, 1e-4, 3e-5]), "h": 0.02, "k": 800.0, "m": 0.5},
+        {
+            "y0s": np.array([-3.2e-3, -4.5e-4, -6e-5, 7e-5, 5.5e-4, 2.7e-3]),
+            "v0": -1.3,
+            "eps_list": np.array([1e-2, 1e-3, 1e-4, 1e-5]),
+            "h": 0.01,
+            "k": 2000.0,
+            "m": 1.0,
+        },
+        {
+            "y0s": np.array([-8e-3, -1.5e-3, 2.5e-4, 3.5e-3]),
+            "v0": -0.4,
+            "eps_list": np.array([3e-2, 5e-3, 5e-4, 2e-5]),
+            "h": 0.005,
+            "k": 6000.0,
+            "m": 2.0,
+        },
+        {
+            "y0s": np.array([-2.2e-4, 1.3e-4, 4e-4]),
+            "v0": 0.6,
+            "eps_list": np.array([1e-3, 3e-4, 1e-4, 3e-5]),
+            "h": 0.02,
+            "k": 800.0,
+            "m": 0.5,
+        },
     ]
     for case in cases:  # no difference quotient samples exactly on the boundary
         shifted = case["y0s"][:, None, None] + np.array([-1, 1])[None, :, None] * case["eps_list"][None, None, :]
@@ -283,10 +323,14 @@ def _ad_cases():
 
 _S04_END_EXB_CHECKS = (
     Check(
-        "fd_estimates", _penalty_cases,
+        "fd_estimates",
+        _penalty_cases,
         reference=fd_estimates,
-        outputs=(Output("前向差分", rtol=PENALTY_FD_RTOL), Output("后向差分", rtol=PENALTY_FD_RTOL),
-                 Output("中心差分", rtol=PENALTY_FD_RTOL)),
+        outputs=(
+            Output("前向差分", rtol=PENALTY_FD_RTOL),
+            Output("后向差分", rtol=PENALTY_FD_RTOL),
+            Output("中心差分", rtol=PENALTY_FD_RTOL),
+        ),
         mistakes={
             "s04end_onesided_swapped": Mistake(S04END_ONESIDED_SWAPPED, _fd_variant(swap=True)),
             "s04end_gap_sign": Mistake(S04END_GAP_SIGN, _fd_variant(gap_sign=-1.0)),
@@ -295,11 +339,15 @@ _S04_END_EXB_CHECKS = (
         },
     ),
     Check(
-        "ad_slopes", _ad_cases,
+        "ad_slopes",
+        _ad_cases,
         reference=ad_slopes,
         outputs=(Output("自动微分斜率 dv⁺/dy", "exact"),),
         mistakes={
-            "s04end_gap_sign": Mistake(S04END_GAP_SIGN, lambda y0s, v0, h, k, m: np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=-1.0))),
+            "s04end_gap_sign": Mistake(
+                S04END_GAP_SIGN,
+                lambda y0s, v0, h, k, m: np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=-1.0)),
+            ),
         },
     ),
 )
@@ -328,8 +376,14 @@ def _hop_terms(us, x0, ground_stiffness, variant=None):
     effort = W_EFFORT * (jnp.sum(jnp.abs(us), axis=1) if variant == "effort_abs" else jnp.sum(us**2, axis=1))
     pen_cost = W_PEN * (pen if variant == "pen_not_squared" else pen**2)
     x_end = xs[-1]
-    terms = jnp.stack([W_FOOT * (x_end[2] - HOP_FOOT_TARGET) ** 2, W_HEIGHT * (x_end[1] - HOP_HEIGHT_TARGET) ** 2,
-                       jnp.sum(effort), jnp.sum(pen_cost)])
+    terms = jnp.stack(
+        [
+            W_FOOT * (x_end[2] - HOP_FOOT_TARGET) ** 2,
+            W_HEIGHT * (x_end[1] - HOP_HEIGHT_TARGET) ** 2,
+            jnp.sum(effort),
+            jnp.sum(pen_cost),
+        ]
+    )
     return terms, effort, pen_cost, rec, xs
 
 
@@ -350,12 +404,17 @@ def _hop_log(x0, us, ground_stiffness, variant=None):
     if variant == "contact_from_force":
         contact = (rec.normal_force[:, 0] > 0).astype(jnp.float64)
     changed = (contact[1:] != contact[:-1]).astype(jnp.float64)
-    switch = jnp.concatenate([changed, jnp.zeros(1)]) if variant == "switch_shifted" else jnp.concatenate([jnp.zeros(1), changed])
+    switch = (
+        jnp.concatenate([changed, jnp.zeros(1)])
+        if variant == "switch_shifted"
+        else jnp.concatenate([jnp.zeros(1), changed])
+    )
     pen = rec.penetration[:, 0]
     if variant == "penetration_next_state":
         pen = jnp.maximum(0.0, -xs[1:, 3])
 
     if variant == "grad_wrt_state":
+
         def loss_of_offsets(offsets):
             def body(x, u_d):
                 x_next, r = _HOP_STEP(x + u_d[1], u_d[0], hopper_params(ground_stiffness))
@@ -363,8 +422,12 @@ def _hop_log(x0, us, ground_stiffness, variant=None):
 
             _, (xs_, pens) = jax.lax.scan(body, x0, (us, offsets))
             x_end = xs_[-1]
-            return (W_FOOT * (x_end[2] - HOP_FOOT_TARGET) ** 2 + W_HEIGHT * (x_end[1] - HOP_HEIGHT_TARGET) ** 2
-                    + W_EFFORT * jnp.sum(us**2) + W_PEN * jnp.sum(pens**2))
+            return (
+                W_FOOT * (x_end[2] - HOP_FOOT_TARGET) ** 2
+                + W_HEIGHT * (x_end[1] - HOP_HEIGHT_TARGET) ** 2
+                + W_EFFORT * jnp.sum(us**2)
+                + W_PEN * jnp.sum(pens**2)
+            )
 
         grad_norm = jnp.linalg.norm(jax.grad(loss_of_offsets)(jnp.zeros((us.shape[0], 8))), axis=1)
     else:
@@ -415,7 +478,9 @@ def _hop_cases():
     cases = []
     for x0, stiffness, control in _HOP_CASES:
         case = {"x0": np.asarray(x0), "us": hop_controls(*control), "ground_stiffness": stiffness}
-        xs, rec = cl.rollout_with_record(_HOP_STEP, jnp.asarray(case["x0"]), jnp.asarray(case["us"]), hopper_params(stiffness))
+        xs, rec = cl.rollout_with_record(
+            _HOP_STEP, jnp.asarray(case["x0"]), jnp.asarray(case["us"]), hopper_params(stiffness)
+        )
         assert float(jnp.min(jnp.abs(xs[:-1, 3]))) > 1e-9  # contact flags are robust
         contact = np.asarray(rec.mode[:, 0] > 0)
         assert 0 < contact.sum() < len(contact) and np.any(np.diff(contact.astype(int)) != 0)
@@ -423,31 +488,48 @@ def _hop_cases():
     return cases
 
 
-_LOG_OUTPUTS = (Output("接触标记 contact", "exact"), Output("接触切换 switch", "exact"),
-                Output("穿透深度", rtol=HOP_RTOL), Output("每步控制代价", rtol=HOP_RTOL),
-                Output("每步穿透代价", rtol=HOP_RTOL), Output("每步梯度范数 ‖∂L/∂u_k‖", rtol=HOP_RTOL))
+_LOG_OUTPUTS = (
+    Output("接触标记 contact", "exact"),
+    Output("接触切换 switch", "exact"),
+    Output("穿透深度", rtol=HOP_RTOL),
+    Output("每步控制代价", rtol=HOP_RTOL),
+    Output("每步穿透代价", rtol=HOP_RTOL),
+    Output("每步梯度范数 ‖∂L/∂u_k‖", rtol=HOP_RTOL),
+)
 
 
 _S04_END_EXC_CHECKS = (
     Check(
-        "loss_terms", _hop_cases,
+        "loss_terms",
+        _hop_cases,
         reference=loss_terms,
         outputs=(Output("loss 分项 [落脚, 身体高度, 控制, 穿透]", rtol=HOP_RTOL),),
         mistakes={
-            "s04end_pen_not_squared": Mistake(S04END_PEN_NOT_SQUARED, lambda x0, us, ground_stiffness: np.asarray(
-                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="pen_not_squared"))),
-            "s04end_effort_abs": Mistake(S04END_EFFORT_ABS, lambda x0, us, ground_stiffness: np.asarray(
-                _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="effort_abs"))),
+            "s04end_pen_not_squared": Mistake(
+                S04END_PEN_NOT_SQUARED,
+                lambda x0, us, ground_stiffness: np.asarray(
+                    _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="pen_not_squared")
+                ),
+            ),
+            "s04end_effort_abs": Mistake(
+                S04END_EFFORT_ABS,
+                lambda x0, us, ground_stiffness: np.asarray(
+                    _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="effort_abs")
+                ),
+            ),
         },
     ),
     Check(
-        "step_log", _hop_cases,
+        "step_log",
+        _hop_cases,
         reference=step_log,
         outputs=_LOG_OUTPUTS,
         mistakes={
             "s04end_switch_shifted": Mistake(S04END_SWITCH_SHIFTED, _log_variant("switch_shifted")),
             "s04end_contact_from_force": Mistake(S04END_CONTACT_FROM_FORCE, _log_variant("contact_from_force")),
-            "s04end_penetration_next_state": Mistake(S04END_PENETRATION_NEXT_STATE, _log_variant("penetration_next_state")),
+            "s04end_penetration_next_state": Mistake(
+                S04END_PENETRATION_NEXT_STATE, _log_variant("penetration_next_state")
+            ),
             "s04end_grad_wrt_state": Mistake(S04END_GRAD_WRT_STATE, _log_variant("grad_wrt_state")),
         },
     ),
@@ -459,49 +541,126 @@ _S04_END_EXC_CHECKS = (
 _CENTRAL = "(s(y + e) - s(y - e)) / (2 * e)"
 
 EXERCISES = (
-    Exercise("s04_end_exA", _S04_END_EXA_CHECKS, wrong_answers=(
-        WrongAnswer("旧速度的敏感度", edits={  # the position sensitivity updated with the OLD velocity sensitivity
-            "analytic_answer": [("        s_v = s_v + h * (-b * s_v - k * s_q - q) / m\n",
-                                 "        s_q, s_v = s_q + h * s_v, s_v + h * (-b * s_v - k * s_q - q) / m\n"),
-                                ("        # d/dk of q' = q + h v': the NEW velocity sensitivity\n        s_q = s_q + h * s_v\n", "")],
-        }),
-        WrongAnswer("前向差分", keep=("ad_answer",), edits={  # a forward difference in the table
-            "table_answer": [("- float(final_position(m, b, k - e, q0, v0, h, n_steps))) / (2 * e)",
-                              "- float(final_position(m, b, k, q0, v0, h, n_steps))) / e")],
-        }),
-        WrongAnswer("自然对数", keep=("ad_answer",), edits={  # ln instead of log10
-            "table_answer": [("return fd, np.log10(rel)", "return fd, np.log(rel)")],
-        }),
-    )),
-    Exercise("s04_end_exB", _S04_END_EXB_CHECKS, constants={"G": GRAVITY}, wrong_answers=(
-        WrongAnswer("对调", edits={  # forward and backward differences swapped
-            "fd_answer": [("return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, " + _CENTRAL,
-                           "return (s(y) - s(y - e)) / e, (s(y + e) - s(y)) / e, " + _CENTRAL)],
-        }),
-        WrongAnswer("地面以下才有推力", keep=("ad_answer",), edits={  # contact on the wrong side of the ground
-            "fd_answer": [("jnp.maximum(0.0, -y)", "jnp.maximum(0.0, y)")],
-        }),
-        WrongAnswer("分母应为 2ε", edits={  # the central difference divided by eps, not 2 eps
-            "fd_answer": [(_CENTRAL, "(s(y + e) - s(y - e)) / e")],
-        }),
-    )),
-    Exercise("s04_end_exC", _S04_END_EXC_CHECKS,
-             constants={"H": HOP_H, "GROUND_DAMPING": HOP_GROUND_DAMPING, "FOOT_TARGET": HOP_FOOT_TARGET,
-                        "HEIGHT_TARGET": HOP_HEIGHT_TARGET, "W_FOOT": W_FOOT, "W_HEIGHT": W_HEIGHT,
-                        "W_EFFORT": W_EFFORT, "W_PEN": W_PEN},
-             wrong_answers=(
-        WrongAnswer("与第 k−1 步不同", keep=("terms_answer",), edits={  # the switch compares step k with k+1
-            "log_answer": [("switch = jnp.concatenate([jnp.zeros(1), (contact[1:] != contact[:-1]).astype(jnp.float64)])",
-                            "switch = jnp.concatenate([(contact[1:] != contact[:-1]).astype(jnp.float64), jnp.zeros(1)])")],
-        }),
-        # the penetration logged from the state AFTER each step (the rollout's states instead of the record)
-        WrongAnswer("步末状态", edits={
-            "terms_answer": [("    return terms, effort, pen_cost, rec\n", "    return terms, effort, pen_cost, rec, xs\n")],
-            "log_answer": [("terms, effort, pen_cost, rec = _rollout_terms", "terms, effort, pen_cost, rec, xs = _rollout_terms"),
-                           ("rec.penetration[:, 0], effort", "jnp.maximum(0.0, -xs[1:, 3]), effort")],
-        }),
-        WrongAnswer("截断为 0", keep=("terms_answer",), edits={  # "in contact" taken as "the ground pushes"
-            "log_answer": [("contact = (rec.mode[:, 0] > 0)", "contact = (rec.normal_force[:, 0] > 0)")],
-        }),
-    )),
+    Exercise(
+        "s04_end_exA",
+        _S04_END_EXA_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "旧速度的敏感度",
+                edits={  # the position sensitivity updated with the OLD velocity sensitivity
+                    "analytic_answer": [
+                        (
+                            "        s_v = s_v + h * (-b * s_v - k * s_q - q) / m\n",
+                            "        s_q, s_v = s_q + h * s_v, s_v + h * (-b * s_v - k * s_q - q) / m\n",
+                        ),
+                        (
+                            "        # d/dk of q' = q + h v': the NEW velocity sensitivity\n        s_q = s_q + h * s_v\n",
+                            "",
+                        ),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "前向差分",
+                keep=("ad_answer",),
+                edits={  # a forward difference in the table
+                    "table_answer": [
+                        (
+                            "- float(final_position(m, b, k - e, q0, v0, h, n_steps))) / (2 * e)",
+                            "- float(final_position(m, b, k, q0, v0, h, n_steps))) / e",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "自然对数",
+                keep=("ad_answer",),
+                edits={  # ln instead of log10
+                    "table_answer": [("return fd, np.log10(rel)", "return fd, np.log(rel)")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_end_exB",
+        _S04_END_EXB_CHECKS,
+        constants={"G": GRAVITY},
+        wrong_answers=(
+            WrongAnswer(
+                "对调",
+                edits={  # forward and backward differences swapped
+                    "fd_answer": [
+                        (
+                            "return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, " + _CENTRAL,
+                            "return (s(y) - s(y - e)) / e, (s(y + e) - s(y)) / e, " + _CENTRAL,
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "地面以下才有推力",
+                keep=("ad_answer",),
+                edits={  # contact on the wrong side of the ground
+                    "fd_answer": [("jnp.maximum(0.0, -y)", "jnp.maximum(0.0, y)")],
+                },
+            ),
+            WrongAnswer(
+                "分母应为 2ε",
+                edits={  # the central difference divided by eps, not 2 eps
+                    "fd_answer": [(_CENTRAL, "(s(y + e) - s(y - e)) / e")],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_end_exC",
+        _S04_END_EXC_CHECKS,
+        constants={
+            "H": HOP_H,
+            "GROUND_DAMPING": HOP_GROUND_DAMPING,
+            "FOOT_TARGET": HOP_FOOT_TARGET,
+            "HEIGHT_TARGET": HOP_HEIGHT_TARGET,
+            "W_FOOT": W_FOOT,
+            "W_HEIGHT": W_HEIGHT,
+            "W_EFFORT": W_EFFORT,
+            "W_PEN": W_PEN,
+        },
+        wrong_answers=(
+            WrongAnswer(
+                "与第 k−1 步不同",
+                keep=("terms_answer",),
+                edits={  # the switch compares step k with k+1
+                    "log_answer": [
+                        (
+                            "switch = jnp.concatenate([jnp.zeros(1), (contact[1:] != contact[:-1]).astype(jnp.float64)])",
+                            "switch = jnp.concatenate([(contact[1:] != contact[:-1]).astype(jnp.float64), jnp.zeros(1)])",
+                        )
+                    ],
+                },
+            ),
+            # the penetration logged from the state AFTER each step (the rollout's states instead of the record)
+            WrongAnswer(
+                "步末状态",
+                edits={
+                    "terms_answer": [
+                        ("    return terms, effort, pen_cost, rec\n", "    return terms, effort, pen_cost, rec, xs\n")
+                    ],
+                    "log_answer": [
+                        (
+                            "terms, effort, pen_cost, rec = _rollout_terms",
+                            "terms, effort, pen_cost, rec, xs = _rollout_terms",
+                        ),
+                        ("rec.penetration[:, 0], effort", "jnp.maximum(0.0, -xs[1:, 3]), effort"),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "截断为 0",
+                keep=("terms_answer",),
+                edits={  # "in contact" taken as "the ground pushes"
+                    "log_answer": [("contact = (rec.mode[:, 0] > 0)", "contact = (rec.normal_force[:, 0] > 0)")],
+                },
+            ),
+        ),
+    ),
 )
