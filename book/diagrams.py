@@ -42,9 +42,13 @@ def flow_svg(nodes, edges, width=720, box=(200, 54), title=None):
         else:
             sx, ex = (x1 + bw / 2, x2 - bw / 2) if x2 > x1 else (x1 - bw / 2, x2 + bw / 2)
             sy, ey = y1, y2
-        out.append(f'<line x1="{sx}" y1="{sy}" x2="{ex}" y2="{ey}" stroke="#555" stroke-width="1.5" marker-end="url(#arrow)"/>')
+        out.append(
+            f'<line x1="{sx}" y1="{sy}" x2="{ex}" y2="{ey}" stroke="#555" stroke-width="1.5" marker-end="url(#arrow)"/>'
+        )
         if label:
-            out.append(f'<text x="{(sx + ex) / 2 + 6}" y="{(sy + ey) / 2 - 4}" fill="#a33" font-size="12">{escape(label)}</text>')
+            out.append(
+                f'<text x="{(sx + ex) / 2 + 6}" y="{(sy + ey) / 2 - 4}" fill="#a33" font-size="12">{escape(label)}</text>'
+            )
     for x, y, text in nodes.values():
         y += top
         out.append(
