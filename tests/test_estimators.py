@@ -177,11 +177,10 @@ def test_pytree_theta_keeps_its_structure():
         lambda t, k: zobg(quadratic, t, k, sigma=0.3, n_samples=64),
         lambda t, k: aobg(quadratic, t, k, sigma=0.3, n_samples=64, alpha=0.4),
         lambda t, k: adaptive_aobg(quadratic, t, k, sigma=0.3, n_samples=64, gamma=1.0),
-        lambda t, k: adaptive_aobg(quadratic, t, k, sigma=0.3, n_samples=64, gamma=1.0, width="chebyshev"),
         lambda t, k: ivw_aobg(quadratic, t, k, sigma=0.3, n_samples=64),
         lambda t, k: gradient_samples(quadratic, t, k, sigma=0.3, n_samples=64),
     ],
-    ids=["fobg", "zobg", "aobg", "adaptive_aobg", "adaptive_aobg_chebyshev", "ivw_aobg", "gradient_samples"],
+    ids=["fobg", "zobg", "aobg", "adaptive_aobg", "ivw_aobg", "gradient_samples"],
 )
 def test_jit_vmap_grad(fn):
     eager = fn(THETA, KEY)
