@@ -369,6 +369,14 @@ def adaptive_alpha(
     return jnp.clip(alpha, 0.0, 1.0).astype(g1.dtype)
 
 
+def _independent_draws(flat_fn, flat, key, sigma, n_samples):
+    """Two independent draws (``key`` split): one with gradients for FoBG, one of values only for ZoBG."""
+    key_first, key_zeroth = jax.random.split(key)
+    first = GradientSamples(*_draw(flat_fn, flat, key_first, sigma, n_samples, True))
+    zeroth = GradientSamples(*_draw(flat_fn, flat, key_zeroth, sigma, n_samples, False))
+    return first, zeroth
+
+
 def _combined(alpha, first_order, zeroth_order):
     """Mean and standard error of ``alpha * mean(first) + (1 - alpha) * mean(zeroth)`` from independent draws."""
     m1, se1 = _mean_stderr(first_order)
@@ -402,9 +410,7 @@ def adaptive_aobg(
     owner = "adaptive_aobg"
     _check_gamma_delta(gamma, delta, owner)
     flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
-    key_first, key_zeroth = jax.random.split(key)
-    first = GradientSamples(*_draw(flat_fn, flat, key_first, sigma, n_samples, True))
-    zeroth = GradientSamples(*_draw(flat_fn, flat, key_zeroth, sigma, n_samples, False))
+    first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
     alpha = adaptive_alpha(first, zeroth, gamma=gamma, delta=delta, width=width, bound=bound)
     mean, se = _combined(alpha, first.first_order, zeroth.zeroth_order)
     return GradientEstimate(unravel(mean), unravel(se), alpha)
@@ -435,9 +441,7 @@ def ivw_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> Gradien
     """
     owner = "ivw_aobg"
     flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
-    key_first, key_zeroth = jax.random.split(key)
-    first = GradientSamples(*_draw(flat_fn, flat, key_first, sigma, n_samples, True))
-    zeroth = GradientSamples(*_draw(flat_fn, flat, key_zeroth, sigma, n_samples, False))
+    first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
     v1 = jnp.var(first.first_order, axis=0, ddof=1)
     v0 = jnp.var(zeroth.zeroth_order, axis=0, ddof=1)
     total = v0 + v1

@@ -80,11 +80,8 @@ def test_setup_constants_reads_literals_and_parameter_sets(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("exercise", sorted(WRONG_ANSWERS))
 def test_wrong_answers_are_exact_once_edits_of_the_solution_cells(exercise):
-    solution_cells = {
-        gid
-        for gid in sources._cells(sources.source_path(exercise))
-        if sources._cells(sources.source_path(exercise))[gid][1].get("solution")
-    }
+    source_cells = sources._cells(sources.source_path(exercise))
+    solution_cells = {gid for gid, (_, meta) in source_cells.items() if meta.get("solution")}
     for wrong in WRONG_ANSWERS[exercise]:
         assert wrong.edits and set(wrong.edits) | set(wrong.keep) <= solution_cells
         cells = wrong.cells  # raises unless every `old` occurs exactly once
