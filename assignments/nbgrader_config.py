@@ -4,6 +4,8 @@ Sources are MyST markdown (``source/<section>/<exercise>.md``, readable diffs);
 ``python -m autograder build`` turns them into the ``.ipynb`` files nbgrader reads.
 """
 
+import os
+
 from autograder.verdict.pipeline import AUTOGRADE_PREPROCESSORS, FEEDBACK_PREPROCESSORS
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -27,6 +29,9 @@ c.Execute.raise_on_iopub_timeout = False
 # kernel, a kernel that dies costs the cells after it, not the whole submission, and the graded
 # cells are scored OUTSIDE the student's kernel (the list and its order: autograder/verdict/pipeline.py).
 c.Autograde.autograde_preprocessors = AUTOGRADE_PREPROCESSORS
+# The JAX compilation cache `python -m autograder warm-cache` fills and seals; grading kernels only read it,
+# after its manifest is checked (autograder/confine/compile_cache.py). Missing or tampered: graded without it.
+c.SafeExecute.compile_cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".grading", "compile-cache")
 # Flooded output is cut to this many lines per cell (nbgrader's LimitOutput).
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50

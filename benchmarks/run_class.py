@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.ops.classrun import grade_class  # noqa: E402
 from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
 from autograder.authoring.reference import WRONG_ANSWERS  # noqa: E402
-from autograder.ops.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
+from autograder.ops.selftest import solution_sources, make_submission, scratch_course  # noqa: E402
 from autograder.authoring.sources import build_all  # noqa: E402
 
 TARGET_MIN_PER_100 = 15.0
@@ -54,7 +54,7 @@ def make_class(course: Path, section: str, n_students: int) -> None:
         for source in sources:
             release_nb = nbformat.read(course / "release" / section / source.name, as_version=4)
             if kind == "reference":
-                cells = _solution_sources(nbformat.read(source, as_version=4))
+                cells = solution_sources(nbformat.read(source, as_version=4))
             elif kind.startswith("wrong") and WRONG_ANSWERS.get(source.stem):
                 wrongs = WRONG_ANSWERS[source.stem]
                 cells = wrongs[int(kind[5:]) % len(wrongs)].cells

@@ -43,7 +43,7 @@ from autograder.confine.kernel import confined_kernel  # noqa: E402
 from autograder.confine.limits import DEFAULT_LIMITS  # noqa: E402
 from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
 from autograder.authoring.reference import SECTIONS  # noqa: E402
-from autograder.ops.selftest import _solution_sources, make_submission, scratch_course  # noqa: E402
+from autograder.ops.selftest import solution_sources, make_submission, scratch_course  # noqa: E402
 from autograder.authoring.sources import build_all  # noqa: E402
 
 TARGET_S = 10.0
@@ -76,7 +76,7 @@ def prepare(section: str, course: Path) -> dict:
     submitted = {}
     for source in sorted((course / "source" / section).glob("*.ipynb")):
         release_nb = nbformat.read(course / "release" / section / source.name, as_version=4)
-        answers = _solution_sources(nbformat.read(source, as_version=4))
+        answers = solution_sources(nbformat.read(source, as_version=4))
         path = folder / source.name
         nbformat.write(make_submission(release_nb, answers), path)
         submitted[source.stem] = path

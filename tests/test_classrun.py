@@ -23,7 +23,7 @@ import pytest
 from autograder.ops.classrun import fingerprint, grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.authoring.reference import WRONG_ANSWERS
-from autograder.ops.selftest import _solution_sources, graded_cell_text, make_submission, scratch_course
+from autograder.ops.selftest import solution_sources, graded_cell_text, make_submission, scratch_course
 from autograder.authoring.sources import build_all
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
@@ -60,18 +60,18 @@ def _make_class(course: Path) -> None:
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     notebooks = {
-        "honest": make_submission(release_nb, _solution_sources(source_nb)),
+        "honest": make_submission(release_nb, solution_sources(source_nb)),
         "blank": make_submission(release_nb, {}),
         "wrong": make_submission(release_nb, WRONG_ANSWERS[EXERCISE][0].cells),
     }
-    no_meta = make_submission(release_nb, _solution_sources(source_nb))
+    no_meta = make_submission(release_nb, solution_sources(source_nb))
     for cell in no_meta.cells:
         cell.metadata.pop("nbgrader", None)
     notebooks["no-metadata"] = no_meta
-    dup = make_submission(release_nb, _solution_sources(source_nb))
+    dup = make_submission(release_nb, solution_sources(source_nb))
     dup.cells.append(nbformat.from_dict(json.loads(json.dumps(dup.cells[-1]))))  # same id twice
     notebooks["duplicate-ids"] = dup
-    kernel = make_submission(release_nb, _solution_sources(source_nb))
+    kernel = make_submission(release_nb, solution_sources(source_nb))
     kernel.metadata["kernelspec"] = {"name": "julia-1.9", "display_name": "Julia", "language": "julia"}
     notebooks["wrong-kernel"] = kernel
     for student, nb in notebooks.items():

@@ -35,7 +35,7 @@ from autograder.ops.reports import (
     overview_figure,
     score_rows,
 )
-from autograder.ops.selftest import _solution_sources, make_submission, scratch_course
+from autograder.ops.selftest import solution_sources, make_submission, scratch_course
 from autograder.authoring.sources import build_all
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
@@ -63,7 +63,7 @@ def _unsafe_zip(honest: str) -> bytes:
 def _lms_zip(course: Path, path: Path) -> Path:
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
-    honest = nbformat.writes(make_submission(release_nb, _solution_sources(source_nb)))
+    honest = nbformat.writes(make_submission(release_nb, solution_sources(source_nb)))
     wrong = nbformat.writes(make_submission(release_nb, WRONG_ANSWERS[EXERCISE][0].cells))
     inner = io.BytesIO()
     with zipfile.ZipFile(inner, "w") as z:  # a student who zipped a folder

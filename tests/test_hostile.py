@@ -23,7 +23,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.confine import isolation
 from autograder.confine import landlock as sandbox
+from autograder.confine.compile_cache import default_root, seal, verified_entries
 from autograder.confine.limits import DEFAULT_LIMITS
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
@@ -149,8 +151,21 @@ def fd_grad(u, dt, eps=1e-6):
 ACTIVE_CONTENT = ("<script", "onmouseover", "javascript:", "<iframe", "application/javascript")
 
 
+DUMMY_ENTRY = "jit_dummy-cache"
+
+
+def seal_dummy_cache(course: Path) -> Path:
+    """A sealed compilation cache of one (meaningless) entry in ``course``; its entries folder."""
+    root = default_root(course)
+    filled = root / "entries.new"
+    filled.mkdir(parents=True)
+    (filled / DUMMY_ENTRY).write_bytes(b"not a real executable")
+    return seal(root, filled, {"test": "hostile"})
+
+
 def escape_attempts(course: Path) -> str:
     """Code that tries every way out of the sandbox and prints one line per attempt."""
+    entries = default_root(course) / "entries"
     targets = {
         "read-data": f"open({str(ROOT / 'autograder' / 'data' / (EXERCISE + '.json'))!r}).read()",
         "import-reference": "__import__('autograder.authoring.reference.s04_1')",
@@ -158,10 +173,21 @@ def escape_attempts(course: Path) -> str:
         "write-gradebook": f"open({str(course / 'gradebook.db')!r}, 'ab').write(b'x')",
         "write-other-student": f"open({str(course / 'submitted' / 'blank' / SECTION / 'x.ipynb')!r}, 'w').write('x')",
         "signal-grader": "__import__('os').kill(__import__('os').getppid(), 9)",
+        # the instructor's compilation cache: the kernel reads it (and says so), and can change nothing in it
+        "plant-compile-cache": f"open({str(entries / 'jit_planted-cache')!r}, 'wb').write(b'x')",
+        "overwrite-compile-cache": f"open({str(entries / DUMMY_ENTRY)!r}, 'r+b').write(b'x')",
+        "remove-compile-cache": f"__import__('os').remove({str(entries / DUMMY_ENTRY)!r})",
+        "chmod-compile-cache": f"__import__('os').chmod({str(entries)!r}, 0o777)",
     }
     if sandbox.abi_version() < 6:  # without signal scoping this would kill the test's nbgrader run
         del targets["signal-grader"]
     lines = [
+        "import os",
+        "print('COMPILE CACHE', os.environ.get('JAX_COMPILATION_CACHE_DIR'))",
+        # JAX told to write every program it compiles: the cache must still be exactly what the instructor sealed
+        "import jax, jax.numpy as jnp",
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)",
+        "jax.jit(lambda x: jnp.sin(x) * 3.25)(jnp.arange(7.0)).block_until_ready()",
         f"for label, attempt in {{{', '.join(f'{k!r}: lambda: {v}' for k, v in targets.items())}}}.items():",
         "    try:",
         "        attempt()",
@@ -292,6 +318,7 @@ def graded(tmp_path_factory, listener):
     port, _ = listener
     root = tmp_path_factory.mktemp("hostile")
     course = scratch_course(root / "course", ROOT / "assignments")
+    seal_dummy_cache(course)
     build_all(course, sections=[SECTION])
     nbgrader(["generate_assignment", SECTION, "--force"], course)
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
@@ -300,6 +327,7 @@ def graded(tmp_path_factory, listener):
     nbgrader(["autograde", SECTION, "--force", *LIMITS], course, timeout=1800)
 
     classrun = scratch_course(root / "classrun", ROOT / "assignments")
+    seal_dummy_cache(classrun)
     build_all(classrun, sections=[SECTION])
     nbgrader(["generate_assignment", SECTION, "--force"], classrun)
     _submit(classrun, release_nb, [*CLASS_RUN_CASES, "blank"], port)
@@ -356,11 +384,17 @@ def test_no_attempt_escapes_the_sandbox(graded):
             text = _outputs_text(nb)
             assert "ESCAPED" not in text, text[-3000:]
             expected = ["read-data", "import-reference", "read-solution", "write-gradebook", "write-other-student"]
+            expected += ["plant-compile-cache", "overwrite-compile-cache", "remove-compile-cache"]
             if sandbox.abi_version() >= 6:
                 expected.append("signal-grader")
+            if isolation.is_root():  # Landlock leaves modes alone; the kernel's own user owns nothing there
+                expected.append("chmod-compile-cache")
             for label in expected:
                 assert f"BLOCKED {label} PermissionError" in text, (entry, student, text[-3000:])
+            assert f"COMPILE CACHE {default_root(course).resolve() / 'entries'}" in text, text[-3000:]
         assert not (course / "submitted" / "blank" / SECTION / "x.ipynb").exists()
+        entries, why = verified_entries(default_root(course))
+        assert entries is not None and [p.name for p in entries.iterdir()] == [DUMMY_ENTRY], why
 
 
 def _processes_with(marker: str) -> list[str]:

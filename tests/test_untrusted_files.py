@@ -211,7 +211,7 @@ def test_the_class_run_records_every_failure_and_grades_the_rest(tmp_path):
             (course / "submitted" / student / "s04_1" / NB).write_text(GOOD)
     real_run_job = classrun.run_job
 
-    def fake_run_job(course_dir, section, student, limits, extra_args=()):
+    def fake_run_job(course_dir, section, student, limits, extra_args=(), worker=None):
         if student == "crashes":
             raise RuntimeError("boom")
         if student == "honest":  # no nbgrader here: stand in for a graded job

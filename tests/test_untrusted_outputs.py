@@ -25,7 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_ce
 from autograder.authoring.sources import build_all
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.reports import check_feedback
-from autograder.ops.selftest import _solution_sources, make_submission, scratch_course
+from autograder.ops.selftest import solution_sources, make_submission, scratch_course
 from autograder.verdict.markup import PLAIN_TEXT_NOTE
 from autograder.verdict.sanitize import BROKEN, INERT_MIMETYPES, SanitizeOutputs, sanitize_notebook
 
@@ -393,7 +393,7 @@ def graded(tmp_path_factory):
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     answer = next(c for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANSWER)
     assert answer.cell_type == "markdown" and answer.metadata.nbgrader.get("grade")  # a manually graded answer
-    honest = _solution_sources(source_nb)
+    honest = solution_sources(source_nb)
     # the hostile student also solves the exercise: its graded cells run (an error's traceback would
     # show the grading call, which is not what this file tests)
     hostile = {**honest, CELL: honest[CELL] + "\n" + HOSTILE_CODE, ANSWER: HOSTILE_ANSWER}

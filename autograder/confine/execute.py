@@ -17,20 +17,36 @@
   where it happened and every later code cell is marked with an error, so the unexecuted graded cells
   score zero (nbgrader gives full marks to a graded cell without an error);
 * the notebook's name reaches the launcher, so the kernel may read that exercise's support module
-  (``autograder/kernel_support/<exercise>.py``, see :mod:`autograder.confine.landlock`).
+  (``autograder/kernel_support/<exercise>.py``, see :mod:`autograder.confine.landlock`);
+* the instructor's JAX compilation cache (``compile_cache``, set in the course's nbgrader config) is
+  verified against its manifest before each kernel and handed to it read-only, or left out with the
+  reason logged (:mod:`autograder.confine.compile_cache`);
+* the time each notebook spends starting its kernel and executing its cells is added to
+  :data:`PHASE_SECONDS`, which the class run's workers report per submission.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Float
+from traitlets import Float, Unicode
 
+from autograder.confine.compile_cache import ENTRIES, MANIFEST, verified_entries
 from autograder.confine.kernel import confined_kernel
 from autograder.confine.limits import DEFAULT_LIMITS
+
+#: seconds spent in this process, by phase ("kernel": start and end of kernels, "execute": running cells);
+#: a grading worker reads and clears it around each job
+PHASE_SECONDS: dict[str, float] = {}
+
+
+def _add_phase(name: str, seconds: float) -> None:
+    PHASE_SECONDS[name] = PHASE_SECONDS.get(name, 0.0) + seconds
+
 
 KERNEL_DIED = (
     "内核在执行这个单元时意外退出（例如调用了 os._exit 等强制退出、段错误，"
@@ -59,8 +75,21 @@ class SafeExecute(Execute):
     submission_budget_s = Float(
         DEFAULT_LIMITS.submission_budget_s, help="Seconds for all notebooks of one student's assignment."
     ).tag(config=True)
+    compile_cache = Unicode(
+        "",
+        help="Root of the instructor's sealed JAX compilation cache (autograder.confine.compile_cache); '' for none.",
+    ).tag(config=True)
     #: seconds already spent per (student, assignment) in this nbgrader process
     _spent: dict = {}
+
+    def _verified_cache(self):
+        if not self.compile_cache:
+            return None
+        entries, why = verified_entries(self.compile_cache)
+        if entries is None:  # slower, same marks; a cache that fails verification is worth a warning
+            sealed = any(os.path.lexists(os.path.join(self.compile_cache, n)) for n in (ENTRIES, MANIFEST))
+            (self.log.warning if sealed else self.log.info)("grading without the compilation cache: %s", why)
+        return entries
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
@@ -70,12 +99,13 @@ class SafeExecute(Execute):
         self._kernel_died = False
         self._stopped = ""  # the Chinese reason once a budget is spent
         self._timed_out: list[str] = []
+        self._executing = 0.0  # seconds inside cells; the rest of this notebook's time is its kernel's
         start = time.monotonic()
         spent = self._spent.get(self._submission, 0.0)
         self._deadline = start + min(self.notebook_budget_s, max(0.0, self.submission_budget_s - spent))
         exercise = (resources.get("metadata") or {}).get("name", "")
         try:
-            with confined_kernel(exercise, self.limits) as confined:
+            with confined_kernel(exercise, self.limits, self._verified_cache()) as confined:
                 try:
                     return super().preprocess(nb, resources, confined)
                 finally:  # nbclient leaves a kernel it did not create running; confined_kernel ends it
@@ -84,7 +114,10 @@ class SafeExecute(Execute):
                     self.kc = self.km = None
         finally:
             self.timeout = self._cell_timeout
-            self._spent[self._submission] = spent + time.monotonic() - start
+            total = time.monotonic() - start
+            self._spent[self._submission] = spent + total
+            _add_phase("kernel", total - self._executing)
+            _add_phase("execute", self._executing)
 
     def _budget_reason(self) -> str:
         spent = self._spent.get(self._submission, 0.0)
@@ -108,12 +141,15 @@ class SafeExecute(Execute):
             cell.outputs = [_error("GradingTimeBudget", self._stopped)]
             return cell, resources
         self.timeout = int(max(1, min(self._cell_timeout or remaining, remaining)))
+        began = time.monotonic()
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             self._kernel_died = True
             cell.outputs.append(_error("KernelDied", KERNEL_DIED))
             return cell, resources
+        finally:
+            self._executing += time.monotonic() - began
         if any(o.get("output_type") == "error" and o.get("ename") == TIMED_OUT for o in cell.outputs):
             self._timed_out.append(_cell_name(cell, index))
         return cell, resources

@@ -54,7 +54,9 @@ class ConfinedKernelManager(AsyncKernelManager):
         return super().client(context=context, **kwargs)
 
 
-def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits) -> list[str]:
+def launcher_argv(
+    scratch: Path, uid: int | None, exercise: str, limits: Limits, compile_cache: Path | None = None
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -63,6 +65,7 @@ def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits)
         str(scratch),
         *(["--uid", str(uid)] if uid is not None else []),
         *(["--exercise", exercise] if exercise else []),
+        *(["--compile-cache", str(compile_cache)] if compile_cache else []),
         "--memory-bytes",
         str(limits.memory_bytes),
         "--file-bytes",
@@ -76,8 +79,12 @@ def launcher_argv(scratch: Path, uid: int | None, exercise: str, limits: Limits)
 
 
 @contextmanager
-def confined_kernel(exercise: str, limits: Limits, **manager_options):
-    """A kernel manager (not started) for grading ``exercise``; on exit nothing of that kernel is left."""
+def confined_kernel(exercise: str, limits: Limits, compile_cache: Path | None = None, **manager_options):
+    """A kernel manager (not started) for grading ``exercise``; on exit nothing of that kernel is left.
+
+    ``compile_cache``: a JAX compilation cache folder the caller has verified
+    (:func:`autograder.confine.compile_cache.verified_entries`); the kernel reads it and never writes it.
+    """
     require_sandbox(limits)
     uid = isolation.pick_uid() if limits.sandbox and isolation.is_root() else None
     scratch = isolation.prepare_scratch(uid)
@@ -89,7 +96,7 @@ def confined_kernel(exercise: str, limits: Limits, **manager_options):
         autorestart=False,
         **manager_options,
     )
-    km.launcher_argv = launcher_argv(scratch, uid, exercise, limits)
+    km.launcher_argv = launcher_argv(scratch, uid, exercise, limits, compile_cache)
     try:
         yield km
     finally:

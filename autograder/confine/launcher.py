@@ -1,7 +1,7 @@
 """Start an IPython kernel confined for grading: limits, its own user, no network, Landlock; then ipykernel.
 
-``python -m autograder.confine.launcher --scratch DIR [--uid N] [--exercise NAME] --memory-bytes N
---file-bytes N --cpu-seconds N --max-processes N [--no-sandbox] -f CONNECTION_FILE [ipykernel options]``
+``python -m autograder.confine.launcher --scratch DIR [--uid N] [--exercise NAME] [--compile-cache DIR]
+--memory-bytes N --file-bytes N --cpu-seconds N --max-processes N [--no-sandbox] -f CONNECTION_FILE [ipykernel options]``
 
 Started by :class:`autograder.confine.kernel.ConfinedKernelManager` (the trusted side, which made ``DIR``
 and picked ``N``), it runs these steps before any student byte, in this order:
@@ -12,7 +12,8 @@ and picked ``N``), it runs these steps before any student byte, in this order:
    user, a new network namespace without any interface, then that unprivileged user for good
    (:mod:`autograder.confine.isolation`);
 3. an environment from an allow-list (no gradebook password, no instructor tokens), ``DIR`` as HOME,
-   TMPDIR and working folder;
+   TMPDIR and working folder; JAX pointed at the instructor's compilation cache, if the trusted side
+   verified one (:mod:`autograder.confine.compile_cache`), and told never to write it;
 4. Landlock (:mod:`autograder.confine.landlock`): read only what Python needs, write only ``DIR``, no TCP,
    no signals or abstract sockets outside the sandbox.
 """
@@ -25,6 +26,7 @@ import resource
 import sys
 from pathlib import Path
 
+from autograder.confine import compile_cache as compile_cache_
 from autograder.confine import isolation, landlock
 
 #: environment variables a grading kernel keeps; everything else (tokens, passwords, proxies) is dropped
@@ -50,6 +52,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--uid", type=int)
     parser.add_argument("--exercise", default="")
+    parser.add_argument("--compile-cache", type=Path, help="verified, read-only JAX compilation cache folder")
     for name in ("--memory-bytes", "--file-bytes", "--cpu-seconds", "--max-processes"):
         parser.add_argument(name, type=int, required=True)
     parser.add_argument("--no-sandbox", action="store_true")
@@ -79,27 +82,41 @@ def _threads_of(uid: int) -> int:
     return total
 
 
-def clean_environment(scratch: Path) -> None:
-    kept = {k: v for k, v in os.environ.items() if k in ENV_ALLOWED or k.startswith(ENV_ALLOWED_PREFIXES)}
-    kept.pop("JAX_COMPILATION_CACHE_DIR", None)  # a cache other kernels load is a way into them
-    os.environ.clear()
-    os.environ.update(kept)
+def kernel_environment(scratch: Path, compile_cache: Path | None = None, cache_env=compile_cache_.KERNEL_ENV) -> dict:
+    """The whole environment of a grading kernel: the allow-list of this one, ``scratch`` as every home.
+
+    ``compile_cache``: JAX's compilation cache folder, with ``cache_env`` (read-only for grading kernels;
+    the instructor's filling run, :mod:`autograder.ops.warm_cache`, passes the settings that write it).
+    """
+    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWED or k.startswith(ENV_ALLOWED_PREFIXES)}
+    for name in [k for k in env if k.startswith("JAX_PERSISTENT_CACHE") or k == "JAX_COMPILATION_CACHE_DIR"]:
+        del env[name]  # only the verified, read-only cache below: a cache other kernels load is a way into them
     for var in ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
-        os.environ[var] = str(scratch)
-    os.environ["MPLBACKEND"] = "Agg"
+        env[var] = str(scratch)
+    env["MPLBACKEND"] = "Agg"
+    if compile_cache is not None:
+        env.update(JAX_COMPILATION_CACHE_DIR=str(compile_cache), **cache_env)
+    return env
+
+
+def clean_environment(scratch: Path, compile_cache: Path | None = None) -> None:
+    env = kernel_environment(scratch, compile_cache)
+    os.environ.clear()
+    os.environ.update(env)
 
 
 def confine(opts: argparse.Namespace) -> None:
     scratch = opts.scratch.resolve()
     connection = opts.connection_file.resolve()
     support = landlock.support_module(opts.exercise) if opts.exercise else ()
-    readable = (connection, *support)
+    cache = (opts.compile_cache.resolve(),) if opts.compile_cache else ()
+    readable = (connection, *support, *cache)
     if opts.uid is not None:  # root: its own user, no network, the interpreter reachable without root
         isolation.enter_namespaces()
         isolation.make_traversable([*landlock.readable_paths(readable), landlock.ROOT, scratch], opts.uid)
         os.chown(connection, opts.uid, opts.uid)  # written by the grader, 0600; the kernel reads it
         isolation.become(opts.uid)
-    clean_environment(scratch)
+    clean_environment(scratch, opts.compile_cache and opts.compile_cache.resolve())
     os.chdir(scratch)
     landlock.confine(scratch, extra_readable=readable)
 
@@ -107,7 +124,9 @@ def confine(opts: argparse.Namespace) -> None:
 def main(argv=None) -> None:
     opts, kernel_args = parse(list(sys.argv[1:] if argv is None else argv))
     apply_limits(opts)
-    if opts.no_sandbox:
+    if opts.no_sandbox:  # nothing is tamper-resistant then; the cache only makes it as fast
+        if opts.compile_cache:
+            os.environ.update(JAX_COMPILATION_CACHE_DIR=str(opts.compile_cache), **compile_cache_.KERNEL_ENV)
         os.chdir(opts.scratch)
     else:
         confine(opts)

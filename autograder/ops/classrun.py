@@ -1,11 +1,13 @@
-"""Grade a whole class: parallel, crash-safe and resumable, one nbgrader run per submission.
+"""Grade a whole class: parallel, crash-safe and resumable, through long-lived grading workers.
 
 A *job* is one student's submission of one section (nbgrader assignment). Each job runs
-``nbgrader autograde <section> --student <id> --force`` in its own process under the
-limits of :mod:`autograder.confine.limits`, so a submission that hangs or crashes costs only
-itself. When a job ends, a small ledger entry
-``<course>/.grading/ledger/<section>/<student>.json`` is written atomically with the
-fingerprint (SHA-256) of the submitted files and the outcome.
+``nbgrader autograde <section> --student=<id> --force`` in one of ``workers`` long-lived grading
+processes (:mod:`autograder.ops.worker`: nbgrader imported once, each notebook still in a fresh
+confined kernel) under the limits of :mod:`autograder.confine.limits`, so a submission that hangs
+or crashes costs only itself. When a job ends, a small ledger entry
+``<course>/.grading/ledger/<section>/<student>.json`` is written atomically by this process (the one
+writer of the ledger) with the fingerprint (SHA-256) of the submitted files, the outcome and the
+seconds per phase (queue, kernel, execution, nbgrader and verdict).
 
 Resuming: a job whose ledger entry says it was graded from the current submission is
 skipped (failed jobs are tried again), so killing
@@ -23,20 +25,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
+import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
-
-_PR_SET_PDEATHSIG = 1
+from autograder.ops.worker import GradingWorker
 
 
 @dataclass
@@ -46,6 +46,7 @@ class JobResult:
     status: str  # "graded", "failed" or "skipped" (graded by an earlier run)
     seconds: float = 0.0
     error: str = ""
+    phases: dict = field(default_factory=dict)  # seconds by phase: queue, kernel, execute, nbgrader
 
 
 def submissions(course_dir: Path, section: str) -> list[str]:
@@ -74,19 +75,6 @@ def _write_ledger(course_dir: Path, section: str, student: str, entry: dict) -> 
     os.replace(tmp, path)  # atomic: a reader sees the old entry or the new one, never half of one
 
 
-# Runs nbgrader after asking the kernel to SIGKILL it when the class run dies, so a killed run's
-# nbgrader processes cannot keep grading behind a rerun's back. (A prctl in a small exec wrapper,
-# because preexec_fn is unsafe in a process with threads.) Off Linux the wrapper just execs.
-_DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "try:\n"
-    f"    ctypes.CDLL('libc.so.6').prctl({_PR_SET_PDEATHSIG}, signal.SIGKILL)\n"
-    "except OSError:\n"
-    "    pass\n"
-    "os.execv(sys.argv[1], sys.argv[1:])\n"
-)
-
-
 def explain_failure(log: str) -> str:
     """One readable line from nbgrader's log of a failed submission."""
     hints = [
@@ -104,10 +92,11 @@ def explain_failure(log: str) -> str:
     return (lines[0] if lines else log.strip().splitlines()[-1] if log.strip() else "nbgrader failed").strip()[:300]
 
 
-def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_args=()) -> JobResult:
-    """Autograde one submission in its own nbgrader process; never raises."""
+def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_args=(), worker=None) -> JobResult:
+    """Autograde one submission in ``worker`` (a :class:`~autograder.ops.worker.GradingWorker`; a fresh one
+    for this job when ``None``); never raises."""
     try:
-        return _run_job(Path(course_dir), section, student, limits, extra_args)
+        return _run_job(Path(course_dir), section, student, limits, extra_args, worker)
     except Exception as exc:  # a bug of ours, or a file system error: this submission fails, with why
         return JobResult(section, student, "failed", 0.0, _internal_error(exc))
 
@@ -119,63 +108,98 @@ def _internal_error(exc: BaseException) -> str:
     )
 
 
-def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args) -> JobResult:
+def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
     problem = submission_problem(course, section, student)
     if problem:
         return JobResult(section, student, "failed", 0.0, problem)
-    bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, **grading_env(course, limits), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    args = [
-        sys.executable,
-        "-c",
-        _DIE_WITH_PARENT,
-        # --student=<id>: an id such as "-x" must not read as an option (submission_problem rules out globs)
-        os.path.join(bin_dir, "nbgrader"),
-        "autograde",
-        section,
-        f"--student={student}",
-        "--force",
-        *extra_args,
-    ]
+    grading_env(course, limits)  # refuses to grade without the sandbox, before any kernel starts
+    own = worker is None
+    worker = worker or GradingWorker(course, limits, course / ".grading" / "logs" / "workers" / f"{os.getpid()}.log")
     log_path = course / ".grading" / "logs" / section / f"{student}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    # One retry: SQLite may refuse a write while another worker commits, and a loaded machine can
-    # fail to start a kernel. A deterministic failure fails twice and is reported.
-    for attempt in range(2):
-        proc = subprocess.Popen(
-            args,
-            cwd=course,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
-        try:
-            log, _ = proc.communicate(timeout=limits.submission_timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # nbgrader and the student's kernel with it
-            proc.communicate()
-            return JobResult(
-                section,
-                student,
-                "failed",
-                time.perf_counter() - start,
-                f"整份作业的评分超过了 {limits.submission_timeout_s:.0f} 秒的上限，已被终止。",
-            )
-        log_path.write_text(log, encoding="utf-8")  # nbgrader's full log, for the instructor
-        if proc.returncode == 0:
-            return JobResult(section, student, "graded", time.perf_counter() - start)
+    try:
+        # One retry: SQLite may refuse a write while another worker commits, and a loaded machine can
+        # fail to start a kernel. A deterministic failure fails twice and is reported.
+        for attempt in range(2):
+            outcome = worker.grade(section, student, extra_args)
+            if outcome is None:
+                return JobResult(
+                    section,
+                    student,
+                    "failed",
+                    time.perf_counter() - start,
+                    f"整份作业的评分超过了 {limits.submission_timeout_s:.0f} 秒的上限，已被终止。",
+                )
+            log_path.write_text(outcome.log, encoding="utf-8")  # nbgrader's full log, for the instructor
+            if outcome.code == 0:
+                return JobResult(section, student, "graded", time.perf_counter() - start, phases=outcome.phases)
+    finally:
+        if own:
+            worker.stop()
     return JobResult(
         section,
         student,
         "failed",
         time.perf_counter() - start,
-        f"{explain_failure(log)}（nbgrader 日志：{log_path.relative_to(course)}）",
+        f"{explain_failure(outcome.log)}（nbgrader 日志：{log_path.relative_to(course)}）",
+        outcome.phases,
     )
+
+
+class _WorkerPool:
+    """One long-lived :class:`GradingWorker` per thread of the class run, all stopped at the end."""
+
+    def __init__(self, course: Path, limits: Limits):
+        self.course, self.limits = course, limits
+        self._local = threading.local()
+        self._all: list[GradingWorker] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> GradingWorker:
+        worker = getattr(self._local, "worker", None)
+        if worker is None:
+            name = f"{os.getpid()}-{threading.get_ident()}.log"
+            worker = self._local.worker = GradingWorker(
+                self.course, self.limits, self.course / ".grading" / "logs" / "workers" / name
+            )
+            with self._lock:
+                self._all.append(worker)
+        return worker
+
+    def stop(self) -> None:
+        for worker in self._all:
+            worker.stop()
+
+
+_DASK_WORKERS = threading.local()
+
+
+def _dask_job(course: str, section: str, student: str, limits: Limits, extra_args) -> JobResult:
+    """One job on a Dask worker, in that worker thread's own long-lived :class:`GradingWorker`."""
+    course_dir = Path(course)
+    worker = getattr(_DASK_WORKERS, "worker", None)
+    if worker is None or worker.course != course_dir.resolve() or worker.limits != limits:
+        if worker is not None:
+            worker.stop()
+        name = f"dask-{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}.log"
+        worker = _DASK_WORKERS.worker = GradingWorker(
+            course_dir, limits, course_dir / ".grading" / "logs" / "workers" / name
+        )
+    return run_job(course_dir, section, student, limits, extra_args, worker=worker)
+
+
+def _dask_client(scheduler: str, workers: int):
+    """A client of ``scheduler``: ``"local"`` (a cluster of ``workers`` processes on this machine, one
+    thread each), a scheduler address (``tcp://host:8786``) or a scheduler file (``*.json``)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster), cluster
+    if scheduler.endswith(".json"):
+        return Client(scheduler_file=scheduler), None
+    return Client(scheduler), None
 
 
 def grade_class(
@@ -187,8 +211,15 @@ def grade_class(
     limits: Limits = DEFAULT_LIMITS,
     extra_args=(),
     progress: bool = True,
+    scheduler: str | None = None,
 ) -> list[JobResult]:
-    """Grade every submission of ``sections`` (or only ``students``) with ``workers`` parallel jobs."""
+    """Grade every submission of ``sections`` (or only ``students``) with ``workers`` parallel jobs.
+
+    ``scheduler``: grade on a Dask cluster instead of this process's own worker threads (see
+    :func:`_dask_client`). The course folder must then be the same path on every Dask worker (a shared
+    file system), and a gradebook several machines write needs a server (PostgreSQL). Dask retries a job
+    whose worker died; this process remains the one writer of the ledger.
+    """
     course = Path(course_dir)
     results, todo = [], []
     for section in sections:
@@ -206,19 +237,71 @@ def grade_class(
             else:
                 todo.append((section, student, digest))
     bar = tqdm(total=len(todo), desc="autograde", unit="submission", disable=not progress)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_job, course, s, st, limits, extra_args): (s, st, d) for s, st, d in todo}
-        for future in as_completed(futures):
-            section, student, digest = futures[future]
+    pool = _WorkerPool(course, limits)
+    began = time.perf_counter()
+
+    def job(section, student):
+        queued = time.perf_counter() - began
+        result = run_job(course, section, student, limits, extra_args, worker=pool.get())
+        result.phases = {"queue": round(queued, 3), **result.phases}
+        return result
+
+    def record(future, section, student, digest):
+        try:
+            result = future.result()
+        except Exception as exc:  # run_job never raises; should it ever, one submission fails, not the run
+            result = JobResult(section, student, "failed", 0.0, _internal_error(exc))
+        _write_ledger(course, section, student, {"fingerprint": digest, **asdict(result)})
+        results.append(result)
+        bar.update()
+        bar.set_postfix_str(f"失败 {sum(r.status == 'failed' for r in results)}", refresh=False)
+
+    try:
+        if scheduler:
+            from distributed import as_completed as dask_completed
+
+            client, cluster = _dask_client(scheduler, workers)
             try:
-                result = future.result()
-            except Exception as exc:  # run_job never raises; should it ever, one submission fails, not the run
-                result = JobResult(section, student, "failed", 0.0, _internal_error(exc))
-            _write_ledger(course, section, student, {"fingerprint": digest, **asdict(result)})
-            results.append(result)
-            bar.update()
-    bar.close()
+                futures = {
+                    client.submit(
+                        _dask_job, str(course.resolve()), s, st, limits, tuple(extra_args), pure=False, retries=1
+                    ): (s, st, d)
+                    for s, st, d in todo
+                }
+                for future in dask_completed(futures):
+                    record(future, *futures[future])
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
+                futures = {threads.submit(job, s, st): (s, st, d) for s, st, d in todo}
+                for future in as_completed(futures):
+                    record(future, *futures[future])
+    finally:
+        pool.stop()
+        bar.close()
     return sorted(results, key=lambda r: (r.section, r.student))
+
+
+def phase_lines(results: list[JobResult]) -> list[str]:
+    """Where the time went: seconds per phase, summed over the graded jobs and per job."""
+    graded = [r for r in results if r.status != "skipped" and r.phases]
+    if not graded:
+        return []
+    names = ["queue", "kernel", "execute", "nbgrader"]
+    totals = {n: sum(r.phases.get(n, 0.0) for r in graded) for n in names}
+    parts = "，".join(f"{PHASE_NAMES[n]} {totals[n] / len(graded):.1f} s" for n in names if n != "queue")
+    return [
+        f"每份提交平均：{parts}；排队最长 {max(r.phases.get('queue', 0.0) for r in graded):.0f} s。",
+        f"全部 {len(graded)} 份合计："
+        + "，".join(f"{PHASE_NAMES[n]} {totals[n]:.0f} s" for n in names if n != "queue"),
+    ]
+
+
+#: phases of a job (Chinese names in the summary): kernel start/stop, executing cells, nbgrader's own work
+PHASE_NAMES = {"queue": "排队", "kernel": "内核启动与结束", "execute": "执行单元", "nbgrader": "nbgrader 与评判"}
 
 
 def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
@@ -239,6 +322,7 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
     failed = [r for r in results if r.status == "failed"]
     for r in failed:
         lines.append(f"失败 {shown(r.student)}/{r.section}: {r.error}")
+    lines += phase_lines(results)
     lines.append(
         f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
         f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。"

@@ -28,7 +28,7 @@ class SectionReport:
     feedback: dict = field(default_factory=dict)  # student -> notebook -> printed text of graded cells
 
 
-def _solution_sources(source_nb) -> dict:
+def solution_sources(source_nb) -> dict:
     return {
         c.metadata["nbgrader"]["grade_id"]: c.source
         for c in source_nb.cells
@@ -62,17 +62,25 @@ def graded_cell_text(nb) -> dict:
     return out
 
 
-def run_section(section: str, course_dir: Path) -> SectionReport:
-    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/)."""
+def run_section(section: str, course_dir: Path, warm_cache: bool = True) -> SectionReport:
+    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/).
+
+    With ``warm_cache`` the section's compilation cache is filled first (:mod:`autograder.ops.warm_cache`),
+    as an instructor does before grading, so the contract also holds for kernels that read it.
+    """
     build_all(course_dir, sections=[section])
     nbgrader(["generate_assignment", section, "--force"], course_dir)
+    if warm_cache:
+        from autograder.ops.warm_cache import warm_cache as fill
+
+        fill(course_dir, [section], log=lambda line: None)
     release = course_dir / "release" / section
     sources = {
         p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
     }
     students = {"reference": {}, "blank": {}}
     for exercise, source_nb in sources.items():
-        students["reference"][exercise] = _solution_sources(source_nb)
+        students["reference"][exercise] = solution_sources(source_nb)
         for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, [])):
             students.setdefault(f"wrong-{exercise}-{k}", {})[exercise] = wrong.cells
     for student, replacements_by_nb in students.items():
