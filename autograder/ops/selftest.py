@@ -62,18 +62,14 @@ def graded_cell_text(nb) -> dict:
     return out
 
 
-def run_section(section: str, course_dir: Path, warm_cache: bool = True) -> SectionReport:
-    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/).
+def hand_in(section: str, course_dir: Path, wrong_answers: bool = True) -> dict[str, list[str]]:
+    """Build ``section``'s sources and release in ``course_dir`` and hand in its pseudo-students.
 
-    With ``warm_cache`` the section's compilation cache is filled first (:mod:`autograder.ops.warm_cache`),
-    as an instructor does before grading, so the contract also holds for kernels that read it.
+    ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer student
+    (with ``wrong_answers``) only the notebook its answer belongs to. Returns ``{student: [exercise, ...]}``.
     """
     build_all(course_dir, sections=[section])
     nbgrader(["generate_assignment", section, "--force"], course_dir)
-    if warm_cache:
-        from autograder.ops.warm_cache import warm_cache as fill
-
-        fill(course_dir, [section], log=lambda line: None)
     release = course_dir / "release" / section
     sources = {
         p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
@@ -81,21 +77,37 @@ def run_section(section: str, course_dir: Path, warm_cache: bool = True) -> Sect
     students = {"reference": {}, "blank": {}}
     for exercise, source_nb in sources.items():
         students["reference"][exercise] = solution_sources(source_nb)
-        for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, [])):
+        for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, []) if wrong_answers else []):
             students.setdefault(f"wrong-{exercise}-{k}", {})[exercise] = wrong.cells
+    handed_in = {}
     for student, replacements_by_nb in students.items():
         folder = course_dir / "submitted" / student / section
         folder.mkdir(parents=True, exist_ok=True)
         # A wrong-answer student hands in only the notebook its answer belongs to.
-        for exercise in replacements_by_nb if student.startswith("wrong-") else sources:
+        handed_in[student] = list(replacements_by_nb if student.startswith("wrong-") else sources)
+        for exercise in handed_in[student]:
             release_nb = nbformat.read(release / f"{exercise}.ipynb", as_version=4)
             nbformat.write(
                 make_submission(release_nb, replacements_by_nb.get(exercise, {})), folder / f"{exercise}.ipynb"
             )
+    return handed_in
+
+
+def run_section(section: str, course_dir: Path, warm_cache: bool = True) -> SectionReport:
+    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/).
+
+    With ``warm_cache`` the section's compilation cache is filled first (:mod:`autograder.ops.warm_cache`),
+    as an instructor does before grading, so the contract also holds for kernels that read it.
+    """
+    handed_in = hand_in(section, course_dir)
+    if warm_cache:
+        from autograder.ops.warm_cache import warm_cache as fill
+
+        fill(course_dir, [section], log=lambda line: None)
     nbgrader(["autograde", section, "--force"], course_dir)
     report = SectionReport(section, gradebook_scores(course_dir, section))
-    for student, replacements_by_nb in students.items():
-        for exercise in replacements_by_nb if student.startswith("wrong-") else sources:
+    for student, exercises in handed_in.items():
+        for exercise in exercises:
             path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
             report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
     return report
