@@ -19,7 +19,7 @@ help:
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml"
 	@echo "make clean     remove build outputs (keeps the venv)"
-	@echo "instructors:   make regenerate | release | grade | feedback | grades | report | selftest (see README)"
+	@echo "instructors:   make regenerate | release | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
 
 venv: $(STAMP)
 
@@ -60,7 +60,7 @@ clean:
 	rm -rf _build .pytest_cache
 
 # --- instructor commands (see README "For instructors") ---------------------------------
-.PHONY: regenerate release grade feedback grades report selftest
+.PHONY: regenerate release grade feedback grades grades-canvas grades-moodle report selftest similarity
 
 regenerate: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder regenerate
@@ -77,8 +77,17 @@ feedback: $(STAMP)
 grades: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder export --to grades.csv
 
+grades-canvas: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder export --format canvas --to grades-canvas.csv
+
+grades-moodle: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder export --format moodle --to grades-moodle.csv
+
 report: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder report
 
 selftest: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder selftest
+
+similarity: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder similarity

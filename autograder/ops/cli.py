@@ -91,9 +91,32 @@ def cmd_feedback(args):
         print(f"feedback for {section} -> assignments/feedback/")
 
 
+EXPORT_DEFAULT_TO = {"csv": "grades.csv", "canvas": "grades-canvas.csv", "moodle": "grades-moodle.csv"}
+
+
 def cmd_export(args):
-    nbgrader(["export", "--to", str(Path(args.to).resolve())], COURSE)
-    print(f"grades -> {args.to}")
+    to = args.to or EXPORT_DEFAULT_TO[args.format]
+    if args.format == "csv":
+        if args.sections:
+            raise SystemExit(
+                "--format csv is `nbgrader export`: it writes every assignment (choose sections with canvas or moodle)"
+            )
+        nbgrader(["export", "--to", str(Path(to).resolve())], COURSE)
+        print(f"grades -> {to}")
+        return
+    from autograder.ops.exports import export_lines, write_canvas_csv, write_moodle_csv
+
+    sections = _sections(args) if args.sections else None  # default: every assignment in the gradebook
+    write = write_canvas_csv if args.format == "canvas" else write_moodle_csv
+    for line in export_lines(write(COURSE, Path(to), sections), args.format):
+        print(line)
+
+
+def cmd_similarity(args):
+    from autograder.ops.exports import similarity_export, similarity_lines
+
+    for line in similarity_lines(similarity_export(COURSE, _sections(args), Path(args.out))):
+        print(line)
 
 
 def cmd_collect(args):
@@ -155,15 +178,27 @@ def main(argv=None):
         ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
         ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
         ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
-        ("export", cmd_export, "export all grades to a CSV file"),
+        ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
         ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
         ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
         ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
+        ("similarity", cmd_similarity, "students' code per exercise for MOSS, JPlag and Dolos (plagiarism checks)"),
     ]:
         p = sub.add_parser(name, help=help_)
         p.set_defaults(fn=fn)
         if name == "export":
-            p.add_argument("--to", default="grades.csv", help="CSV file to write (default grades.csv)")
+            p.add_argument(
+                "sections", nargs="*", help="canvas/moodle only: these sections (default every assignment graded)"
+            )
+            p.add_argument(
+                "--format",
+                choices=sorted(EXPORT_DEFAULT_TO),
+                default="csv",
+                help="csv: nbgrader export (default); canvas, moodle: the LMS's grade-import CSV",
+            )
+            p.add_argument(
+                "--to", help="CSV file to write (default grades.csv, grades-canvas.csv or grades-moodle.csv)"
+            )
         elif name == "collect":
             p.add_argument("section", help="the assignment (section) the download belongs to")
             p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")
@@ -183,6 +218,12 @@ def main(argv=None):
         if name == "report":
             p.add_argument(
                 "--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)"
+            )
+        if name == "similarity":
+            p.add_argument(
+                "--out",
+                default=str(COURSE / "similarity"),
+                help="folder to write <exercise>/ into (default assignments/similarity)",
             )
     args = parser.parse_args(argv)
     args.fn(args)

@@ -1,0 +1,464 @@
+"""Grades in the import formats of Canvas and Moodle, and students' code for plagiarism checkers.
+
+(a) :func:`write_canvas_csv`, :func:`write_moodle_csv`: one row per student of the gradebook, one
+    column per nbgrader assignment (section) with the total score as ``nbgrader export`` computes it
+    (automatic + manual + extra credit, minus the late penalty, at least 0; a student without a
+    submission gets 0). A submission nbgrader still flags for manual grading gets NO number: its cell
+    is empty (Canvas) or ``-`` (Moodle), the two formats' "no grade", so a half-graded total never
+    reaches the LMS. Both files are UTF-8 without a BOM, comma-separated, CRLF line ends (Python's
+    ``csv`` module, RFC 4180 quoting).
+(b) :func:`similarity_export`: the code cells of every exercise per student, laid out for MOSS,
+    JPlag and Dolos, with the release's stub code as the base code to discount.
+
+Student ids, names and e-mails are student-controlled text. A text value that starts with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return would run as a formula when the file is opened in Excel or
+LibreOffice (OWASP, "CSV Injection"): it is written with a leading ``'`` (:func:`neutral`) and reported.
+Such a student is then not matched by the LMS automatically (the id changed); the import preview shows
+the row as unmatched. Every value is written through :mod:`csv`, so quotes, commas and line breaks
+survive a read-back by :mod:`csv` unchanged.
+
+Where the formats come from (the importers' source code, read for this module):
+
+* Canvas, ``app/models/gradebook_importer.rb`` of instructure/canvas-lms (``GradebookImporter``): the
+  header row must start with a cell containing ``Student`` and one containing ``ID``, followed by
+  ``SIS User ID`` and ``SIS Login ID`` (optional), and the last student column must be ``Section``;
+  a row whose first cell contains ``Points Possible`` sets each assignment's points; an assignment
+  column ``Title (123)`` updates assignment 123, otherwise the assignment titled exactly like the
+  header, otherwise a new assignment with that title is created; a row's student is looked up by
+  the ``ID`` column as a Canvas user id first, then by ``SIS User ID``, then ``SIS Login ID``, then by
+  name; an empty cell (or ``-``) is no grade. Because the ``ID`` column is read as a Canvas user id,
+  it gets nbgrader's ``lms_user_id`` (added to nbgrader for the Canvas user id: nbgrader issue #1035,
+  pull request #1036) and stays empty without one: a school number there could name another Canvas
+  user. The nbgrader student id goes into ``SIS User ID`` and ``SIS Login ID``.
+* Moodle, ``grade/import/csv/classes/load_data.php`` (``gradeimport_csv_load_data``) and
+  ``lib/csvlib.class.php`` (``csv_import_reader``): the instructor maps one column to username,
+  idnumber, e-mail or user id and each other column to a grade item (or a new one, or ignore); the
+  encoding and separator are chosen in the form (UTF-8 and comma are the defaults; a UTF-8 BOM
+  would be stripped, so none is written); ``-`` or an empty cell is "no grade"; one row whose user
+  is not found aborts the whole import; grades above 100 are refused unless the site allows
+  unlimited grades.
+* MOSS, the ``moss.pl`` submission script: ``-l python``, ``-b`` base file, ``-d`` (files in one
+  directory are one submission).
+* JPlag, ``core/src/main/java/de/jplag/SubmissionSetBuilder.java`` (jplag/JPlag, a 4.3-or-later source):
+  every entry of the root folder is a submission, files with other suffixes (``info.csv``) are
+  ignored, and a base-code folder inside the root is removed from the submissions; CLI options
+  ``-l python3`` and ``-bc``/``--base-code``.
+* Dolos, ``docs/guide/adding-metadata.md`` and ``cli/src/cli/commands/run.ts`` (dodona-edu/dolos):
+  ``info.csv`` needs a ``filename`` column (paths relative to the csv file); ``full_name`` and
+  ``label`` are optional, as is the timestamp ``created_at``, left out here because the only time
+  nbgrader keeps for a submission is the student's own ``timestamp.txt`` (or none); ``-i``/``--ignore``
+  takes the template file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.ops.nbgrader_run import gradebook_url
+from autograder.ops.submission_files import MAX_NOTEBOOK_BYTES, name_problem, notebook_problem, read_regular, shown
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_HEADER = ["username", "email"]
+CANVAS_PENDING, MOODLE_PENDING = "", "-"  # each importer's "no grade"
+
+
+def neutral(value, neutralised: list | None = None) -> str:
+    """``value`` as CSV text that no spreadsheet runs as a formula: a leading ``'`` where it starts with
+    ``= + - @``, a tab or a carriage return (the value is appended to ``neutralised`` then)."""
+    text = "" if value is None else str(value)
+    if text.startswith(FORMULA_START):
+        if neutralised is not None:
+            neutralised.append(text)
+        return "'" + text
+    return text
+
+
+def score_text(x: float) -> str:
+    """A score as the importers read it: at most 4 decimals, no trailing zeros (``4.5``, ``3``)."""
+    return f"{float(x):.4f}".rstrip("0").rstrip(".")
+
+
+# --- (a) grades -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Student:
+    id: str
+    first_name: str
+    last_name: str
+    email: str
+    lms_user_id: str
+
+
+@dataclass
+class GradeTable:
+    """Everything both formats need, read from the gradebook once."""
+
+    sections: list  # the columns: assignments in the gradebook, in the order asked for
+    missing: list  # sections asked for that the gradebook does not have (yet)
+    maxima: dict  # section -> maximum score
+    students: list  # Student, sorted by id
+    scores: dict  # (student id, section) -> total score, or None while manual grading is pending
+    unsubmitted: list = field(default_factory=list)  # (student id, section) without a submission: 0
+
+
+def grade_table(course_dir: Path, sections=None) -> GradeTable:
+    """Read the gradebook nbgrader is configured with (:func:`gradebook_url`) through nbgrader's API.
+
+    The total is computed as ``nbgrader export`` (``nbgrader/plugins/export.py``) does it:
+    ``max(0, submission.score - submission.late_submission_penalty)``, 0 without a submission.
+    """
+    from nbgrader.api import Gradebook
+
+    with Gradebook(gradebook_url(course_dir)) as gb:
+        assignments = {a.name: a for a in gb.assignments}
+        chosen = list(dict.fromkeys(sections)) if sections else list(assignments)
+        columns = [s for s in chosen if s in assignments]
+        students = sorted(
+            (
+                Student(s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")
+                for s in gb.students
+            ),
+            key=lambda s: s.id,
+        )
+        scores = {}
+        for section in columns:
+            for sub in gb.assignment_submissions(section):
+                total = max(0.0, float(sub.score) - float(sub.late_submission_penalty or 0.0))
+                scores[(sub.student.id, section)] = None if sub.needs_manual_grade else total
+        maxima = {s: float(assignments[s].max_score) for s in columns}
+    unsubmitted = [(st.id, s) for s in columns for st in students if (st.id, s) not in scores]
+    scores.update(dict.fromkeys(unsubmitted, 0.0))
+    return GradeTable(columns, [s for s in chosen if s not in assignments], maxima, students, scores, unsubmitted)
+
+
+@dataclass
+class GradeExport:
+    """What a grade export wrote, for the instructor's summary."""
+
+    path: Path
+    table: GradeTable
+    neutralised: list  # student-controlled values written with a leading '
+
+    @property
+    def pending(self) -> list:
+        return sorted(k for k, v in self.table.scores.items() if v is None)
+
+
+def canvas_name(st: Student) -> str:
+    """Canvas's "Last, First" (its ``sortable_name``); one name alone, or the id when there is none."""
+    if st.last_name and st.first_name:
+        return f"{st.last_name}, {st.first_name}"
+    return st.last_name or st.first_name or st.id
+
+
+def canvas_rows(table: GradeTable, neutralised: list) -> list[list[str]]:
+    """Header, ``Points Possible`` and one row per student (see the module docstring for the mapping)."""
+    rows = [CANVAS_HEADER + [neutral(s) for s in table.sections]]
+    rows.append(["Points Possible", "", "", "", ""] + [score_text(table.maxima[s]) for s in table.sections])
+    for st in table.students:
+        cells = [canvas_name(st), st.lms_user_id, st.id, st.id, ""]
+        row = [neutral(c, neutralised) for c in cells]
+        for section in table.sections:
+            score = table.scores[(st.id, section)]
+            row.append(CANVAS_PENDING if score is None else score_text(score))
+        rows.append(row)
+    return rows
+
+
+def moodle_rows(table: GradeTable, neutralised: list) -> list[list[str]]:
+    """Header ``username, email, <section>...`` and one row per student."""
+    rows = [MOODLE_HEADER + [neutral(s) for s in table.sections]]
+    for st in table.students:
+        row = [neutral(st.id, neutralised), neutral(st.email, neutralised)]
+        for section in table.sections:
+            score = table.scores[(st.id, section)]
+            row.append(MOODLE_PENDING if score is None else score_text(score))
+        rows.append(row)
+    return rows
+
+
+def csv_text(rows) -> str:
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows(rows)  # excel dialect: comma, CRLF, quotes only where needed
+    return buf.getvalue()
+
+
+def _write_text(path: Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(text.encode("utf-8"))  # no BOM (see the module docstring)
+    os.replace(tmp, path)
+    return path
+
+
+def write_canvas_csv(course_dir: Path, path: Path, sections=None) -> GradeExport:
+    table, neutralised = grade_table(course_dir, sections), []
+    return GradeExport(_write_text(path, csv_text(canvas_rows(table, neutralised))), table, neutralised)
+
+
+def write_moodle_csv(course_dir: Path, path: Path, sections=None) -> GradeExport:
+    table, neutralised = grade_table(course_dir, sections), []
+    return GradeExport(_write_text(path, csv_text(moodle_rows(table, neutralised))), table, neutralised)
+
+
+def export_lines(export: GradeExport, fmt: str) -> list[str]:
+    """The outcome of a Canvas or Moodle export for the instructor, in Chinese."""
+    t = export.table
+    lines = [
+        f"写入 {export.path}：{len(t.students)} 位学生 × {len(t.sections)} 份作业（{', '.join(t.sections) or '无'}）"
+    ]
+    for section in t.missing:
+        lines.append(f"成绩库中还没有作业 {section}（尚未评分？），没有写这一列")
+    pending = export.pending
+    if pending:
+        blank = "留空" if fmt == "canvas" else "写作 -"
+        lines.append(f"{len(pending)} 份提交还有待人工评分的单元，分数{blank}（不导入成绩），评完后重新导出：")
+        lines.extend(f"  {student} {section}" for student, section in pending)
+    if t.unsubmitted:
+        lines.append(f"{len(t.unsubmitted)} 处没有提交（或提交没能评分），按 nbgrader export 记 0 分：")
+        lines.extend(f"  {student} {section}" for student, section in t.unsubmitted)
+    for value in dict.fromkeys(export.neutralised):
+        lines.append(
+            f"注意：{value!r} 以 = + - @ 或控制字符开头，已在前面加 ' 以免表格软件把它当公式执行；该学生需在导入时手工对应"
+        )
+    return lines
+
+
+# --- (b) similarity export ------------------------------------------------------------------------
+
+RESERVED = {"base", "info.csv"}  # names the layout itself uses inside <out>/<exercise>/
+INFO_FIELDS = ["filename", "full_name", "label"]
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell escapes: not Python, JPlag's parser would stop
+
+
+@dataclass
+class SimilarityReport:
+    section: str
+    exercise: str
+    folder: Path | None = None  # <out>/<exercise>, None when nothing was written
+    written: list = field(default_factory=list)  # student ids with a file
+    skipped: list = field(default_factory=list)  # (student as printable text, reason in Chinese)
+    problem: str = ""  # why the exercise was not exported at all
+
+
+def read_notebook(path: Path, name: str) -> tuple[dict | None, str]:
+    """A notebook's JSON, or ``(None, reason)``: never follows a link, opens anything but a regular file
+    or reads past :data:`MAX_NOTEBOOK_BYTES` (:mod:`autograder.ops.submission_files`)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None, f"没有交这道题（提交中没有 {name}）。"
+    except OSError:
+        return None, f"{name} 无法读取（权限或文件系统错误）。"
+    if stat.S_ISLNK(info.st_mode):
+        return None, f"{name} 是符号链接（可能指向别人的作业或评分数据），不予导出：请学生提交文件本身。"
+    if not stat.S_ISREG(info.st_mode):
+        return None, f"{name} 不是普通文件（是文件夹、管道或设备），无法作为 notebook 读取。"
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        return None, f"{name} 超过单个 notebook {MAX_NOTEBOOK_BYTES // 2**20} MiB 的上限，不予导出。"
+    try:
+        data = read_regular(path, MAX_NOTEBOOK_BYTES)
+    except OSError:
+        return None, f"{name} 在读取时变成了别的文件或无法读取，不予导出。"
+    problem = notebook_problem(name, data)
+    if problem:
+        return None, problem
+    return json.loads(data.decode("utf-8")), ""
+
+
+def given_cells(release_nb: dict) -> set:
+    """grade_ids of the release's code cells that are not solution cells (setup, checks, tests): nbgrader
+    puts their source back from the assignment when it grades, so they are nobody's own code."""
+    out = set()
+    for cell in release_nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "code" and meta.get("grade_id") and not meta.get("solution"):
+            out.add(meta["grade_id"])
+    return out
+
+
+def code_text(nb: dict, given: set) -> str:
+    """The code cells of ``nb`` but the given ones, each under a ``# %% <grade_id>`` line.
+
+    That is the solution cells (``solution: true``) and the code cells a student added (no grade_id,
+    headed ``# %% 新增单元``): copied code is often pasted into a new cell. The same function applied to
+    the release gives the base code (the stubs). Magic and shell lines (``%...``, ``!...``) are
+    commented out so that every tool parses the file as Python.
+    """
+    parts = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in given:
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        lines = ["# " + line if _MAGIC.match(line) else line for line in source.splitlines()]
+        label = _CONTROL.sub(" ", grade_id)[:100] if grade_id else "新增单元"
+        parts.append(f"# %% {label}\n" + "\n".join(lines).rstrip() + "\n")
+    return "\n".join(parts)
+
+
+def _student_problem(course: Path, section: str, student: str) -> str | None:
+    """Why ``submitted/<student>/<section>`` cannot be exported: "" when it can, None when there is no
+    such folder (this student did not hand the section in, or the entry is a stray file)."""
+    student_dir = course / "submitted" / student
+    try:
+        student_info = student_dir.lstat()
+        section_info = (student_dir / section).lstat()  # through a linked student folder: only looked at
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return "学生文件夹无法读取（权限或文件系统错误）。"
+    if name_problem(student) or student.startswith(".") or os.path.basename(student) != student:
+        return (
+            f"学生文件夹名 {shown(student)!r} 含有控制字符、通配符或不是合法的 UTF-8，"
+            "不能用作导出文件夹名：请改名后重新收取。"
+        )
+    if not stat.S_ISDIR(student_info.st_mode):
+        return "学生文件夹是符号链接或不是文件夹（可能指向别人的作业），不予导出。"
+    if not stat.S_ISDIR(section_info.st_mode):
+        return "作业文件夹是符号链接或不是文件夹（可能指向别人的作业），不予导出。"
+    if student in RESERVED:
+        return (
+            f"学号 {student!r} 与导出布局中保留的名字（{'、'.join(sorted(RESERVED))}）相同，"
+            "无法导出：请手工检查这份提交。"
+        )
+    return ""
+
+
+def _students(course: Path) -> list[str]:
+    try:
+        with os.scandir(course / "submitted") as entries:
+            return sorted(e.name for e in entries)
+    except OSError:
+        return []
+
+
+def _is_ours(folder: Path) -> bool:
+    """True for a folder this export wrote (its info.csv header) or an empty one."""
+    try:
+        if not stat.S_ISDIR(folder.lstat().st_mode):
+            return False
+        if not any(folder.iterdir()):
+            return True
+        with open(folder / "info.csv", encoding="utf-8", newline="") as f:
+            return next(csv.reader(f), None) == INFO_FIELDS
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+
+
+def _export_exercise(course: Path, section: str, exercise: str, out: Path) -> SimilarityReport:
+    report = SimilarityReport(section, exercise)
+    release_nb, problem = read_notebook(course / "release" / section / f"{exercise}.ipynb", f"{exercise}.ipynb")
+    if release_nb is None:
+        report.problem = f"学生版读不出来（{problem}）：先运行 make release。"
+        return report
+    given = given_cells(release_nb)
+    files = {}  # student -> code
+    for student in _students(course):
+        problem = _student_problem(course, section, student)
+        if problem is None:
+            continue  # no submission of this section
+        if not problem:
+            nb, problem = read_notebook(
+                course / "submitted" / student / section / f"{exercise}.ipynb", f"{exercise}.ipynb"
+            )
+        if problem:
+            report.skipped.append((shown(student), problem))
+        else:
+            files[student] = code_text(nb, given)
+    folder = out / exercise
+    if os.path.lexists(folder) and not _is_ours(folder):
+        report.problem = f"{folder} 已经存在，且不是本命令导出的文件夹：不覆盖，请换一个 --out。"
+        return report
+    tmp = out / f".{exercise}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "base").mkdir(parents=True)
+    (tmp / "base" / f"{exercise}.py").write_bytes(code_text(release_nb, given).encode("utf-8", "replace"))
+    rows = [INFO_FIELDS]
+    for student, code in sorted(files.items()):
+        target = tmp / student
+        if target.parent != tmp or os.path.normpath(target) != str(target):  # one plain path component only
+            report.skipped.append((shown(student), "学号不能用作文件夹名，不予导出。"))
+            continue
+        target.mkdir()
+        (target / f"{exercise}.py").write_bytes(code.encode("utf-8", "replace"))  # lone surrogates become ?
+        rows.append([f"{student}/{exercise}.py", neutral(student), section])
+        report.written.append(student)
+    (tmp / "info.csv").write_bytes(csv_text(rows).encode("utf-8"))
+    if os.path.lexists(folder):
+        shutil.rmtree(folder)
+    os.replace(tmp, folder)
+    report.folder = folder
+    return report
+
+
+def release_exercises(course: Path, section: str) -> list[str]:
+    """Exercise names of ``release/<section>/*.ipynb`` (the instructor's own files)."""
+    folder = Path(course) / "release" / section
+    return sorted(p.stem for p in folder.glob("*.ipynb")) if folder.is_dir() else []
+
+
+def similarity_export(course_dir: Path, sections, out_dir: Path) -> list[SimilarityReport]:
+    """Write ``<out>/<exercise>/<student>/<exercise>.py``, ``<out>/<exercise>/base/<exercise>.py`` and
+    ``<out>/<exercise>/info.csv`` for every exercise of ``sections``; a folder an earlier run wrote is
+    replaced, any other is left alone. Hostile submissions are reported and skipped, never followed."""
+    course, out = Path(course_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for section in sections:
+        exercises = release_exercises(course, section)
+        if not exercises:
+            reports.append(
+                SimilarityReport(section, "", problem=f"没有 release/{section}/ 中的学生版：先运行 make release。")
+            )
+        reports.extend(_export_exercise(course, section, exercise, out) for exercise in exercises)
+    return reports
+
+
+def next_commands(folder: Path, exercise: str) -> list[str]:
+    """The MOSS, JPlag and Dolos command lines for one exported exercise folder."""
+    q = shlex.quote
+    d, base = Path(folder).resolve(), f"base/{exercise}.py"
+    return [
+        f"MOSS:  cd {q(str(d))} && moss.pl -l python -b {q(base)} -d */{q(exercise + '.py')}",
+        f"JPlag: java -jar jplag.jar -l python3 -bc {q(str(d / 'base'))} {q(str(d))}",
+        f"Dolos: dolos run -l python -i {q(str(d / base))} {q(str(d / 'info.csv'))}",
+    ]
+
+
+def similarity_lines(reports) -> list[str]:
+    """The outcome of :func:`similarity_export` for the instructor, in Chinese, with the next commands."""
+    lines = []
+    for r in reports:
+        if r.problem:
+            lines.append(f"{' '.join(filter(None, (r.section, r.exercise)))}: 未导出：{r.problem}")
+            continue
+        lines.append(
+            f"{r.section} {r.exercise}: 写入 {r.folder}：{len(r.written)} 位学生的代码和 base/{r.exercise}.py（学生版的代码）"
+        )
+        lines.extend(f"  跳过 {student}: {why}" for student, why in r.skipped)
+        if len(r.written) < 2:
+            lines.append("  少于两位学生，查重工具无从比较")
+        lines.extend("  " + c for c in next_commands(r.folder, r.exercise))
+    if any(r.folder for r in reports):
+        lines.append(
+            "说明：MOSS 的 */ 也会把 base/ 当作一份提交，它的代码全部是基础代码（-b），不会与任何人匹配；"
+            "JPlag 自动把根目录中的 base/ 排除在提交之外，忽略 info.csv。"
+        )
+    return lines
