@@ -1,0 +1,126 @@
+"""The class run on a real Dask cluster: a ``dask scheduler`` and two ``dask worker`` processes on localhost.
+
+The same jobs as the local class run (:func:`autograder.ops.classrun.grade_class` with ``scheduler=``),
+each in a long-lived grading worker on a Dask worker. One Dask worker is SIGKILLed once the first
+result is in: Dask gives its job to the other worker, and the run still ends with every submission
+graded exactly once, the ledger written by the driver alone, and no grading process left behind.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.ops.classrun import grade_class, read_ledger
+from autograder.ops.nbgrader_run import gradebook_scores
+from autograder.ops.selftest import hand_in, scratch_course
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "s04_6"  # three notebooks, each with automatic points, and among the cheapest to grade
+
+
+def _spawn(args, log: Path):
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with open(log, "ab") as out:
+        return subprocess.Popen([str(bin_dir / "dask"), *args], stdout=out, stderr=out, env=env, start_new_session=True)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """``(scheduler file, [worker processes])``: a real scheduler and two single-threaded workers, no nanny."""
+    scheduler_file = tmp_path / "scheduler.json"
+    procs = [
+        _spawn(
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(scheduler_file),
+            ],
+            tmp_path / "scheduler.log",
+        )
+    ]
+    deadline = time.monotonic() + 60
+    while not scheduler_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert scheduler_file.exists(), (tmp_path / "scheduler.log").read_text()[-3000:]
+    workers = [
+        _spawn(
+            ["worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+            tmp_path / f"worker{i}.log",
+        )
+        for i in range(2)
+    ]
+    procs += workers
+    from distributed import Client
+
+    with Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+        client.wait_for_workers(2, timeout=120)
+    yield scheduler_file, workers
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _grading_worker_parents() -> list[int]:
+    """The parent pid of every grading worker process on this machine."""
+    out = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines() if "autograder.ops.worker" in line]
+
+
+def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path):
+    scheduler_file, workers = cluster
+    course = scratch_course(tmp_path / "course", ROOT / "assignments")
+    hand_in(SECTION, course, wrong_answers=False)
+    for copy in ("reference-2", "blank-2"):  # four jobs for two workers, so that one is running when a worker dies
+        src = course / "submitted" / copy.split("-")[0] / SECTION
+        dst = course / "submitted" / copy / SECTION
+        dst.mkdir(parents=True)
+        for nb in src.iterdir():
+            (dst / nb.name).write_bytes(nb.read_bytes())
+
+    killed = []
+
+    def kill_one_worker_after_the_first_result():
+        ledger = course / ".grading" / "ledger" / SECTION
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and not (ledger.is_dir() and any(ledger.glob("*.json"))):
+            time.sleep(0.2)
+        os.kill(workers[0].pid, signal.SIGKILL)
+        killed.append(time.monotonic())
+
+    killer = threading.Thread(target=kill_one_worker_after_the_first_result, daemon=True)
+    killer.start()
+    results = grade_class(course, [SECTION], workers=2, progress=False, scheduler=str(scheduler_file))
+    killer.join(5)
+    assert killed, "no result ever arrived"
+
+    assert {r.student: r.status for r in results} == dict.fromkeys(
+        ["blank", "blank-2", "reference", "reference-2"], "graded"
+    )
+    scores = gradebook_scores(course, SECTION)
+    assert sorted(scores) == ["blank", "blank-2", "reference", "reference-2"]
+    for student in ("reference", "reference-2"):
+        for exercise, v in scores[student].items():
+            assert v["auto"][0] == v["auto"][1] > 0, (student, exercise)
+    for student in ("blank", "blank-2"):
+        assert all(v["auto"][0] == 0 for v in scores[student].values())
+    for r in results:
+        entry = read_ledger(course, SECTION, r.student)
+        assert entry["status"] == "graded" and {"kernel", "execute", "nbgrader"} <= set(entry["phases"])
+    # the killed worker's grading process followed it (PR_SET_PDEATHSIG); the other one's stays warm for the next run
+    deadline = time.monotonic() + 30
+    while set(_grading_worker_parents()) - {workers[1].pid} and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert set(_grading_worker_parents()) <= {workers[1].pid}
