@@ -34,6 +34,7 @@ TIERS = {
     "test_collect_reports.py": ("nbgrader", "slow"),
     "test_postgres_gradebook.py": ("nbgrader", "slow"),
     "test_dask_grading.py": ("nbgrader", "slow"),
+    "test_exchange.py": ("nbgrader", "slow"),
     "test_untrusted_outputs.py": ("nbgrader",),
     "test_sandbox.py": ("nbgrader",),
     "test_book.py": ("book", "slow"),

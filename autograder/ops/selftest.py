@@ -36,6 +36,15 @@ def solution_sources(source_nb) -> dict:
     }
 
 
+def reference_solutions(course_dir: Path, section: str) -> dict:
+    """``{exercise: {grade_id: source}}``: the instructor's solution cells of a built section (the
+    ``reference`` pseudo-student's answers; paste them into a release notebook with :func:`make_submission`)."""
+    return {
+        p.stem: solution_sources(nbformat.read(p, as_version=4))
+        for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
+    }
+
+
 def make_submission(release_nb, replacements: dict):
     """Copy of a release notebook whose solution cells (by grade_id) hold the given sources."""
     nb = nbformat.from_dict(json.loads(json.dumps(release_nb)))
@@ -71,12 +80,9 @@ def hand_in(section: str, course_dir: Path, wrong_answers: bool = True) -> dict[
     build_all(course_dir, sections=[section])
     nbgrader(["generate_assignment", section, "--force"], course_dir)
     release = course_dir / "release" / section
-    sources = {
-        p.stem: nbformat.read(p, as_version=4) for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
-    }
-    students = {"reference": {}, "blank": {}}
-    for exercise, source_nb in sources.items():
-        students["reference"][exercise] = solution_sources(source_nb)
+    sources = reference_solutions(course_dir, section)
+    students = {"reference": sources, "blank": {}}
+    for exercise in sources:
         for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, []) if wrong_answers else []):
             students.setdefault(f"wrong-{exercise}-{k}", {})[exercise] = wrong.cells
     handed_in = {}

@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 
 from autograder.confine.compile_cache import ENTRIES, FILL_ENV, default_root, seal, verified_entries
 from autograder.confine.launcher import kernel_environment
-from autograder.ops.selftest import make_submission, solution_sources
+from autograder.ops.selftest import make_submission, reference_solutions
 
 #: per-cell limit of the filling run: the heaviest reference cell needs under 20 s on a loaded 2-core machine
 CELL_TIMEOUT_S = 300
@@ -37,11 +37,10 @@ def reference_submissions(course_dir: Path, section: str) -> dict[str, nbformat.
     release = course / "release" / section
     if not release.is_dir():
         raise FileNotFoundError(f"{release} does not exist: release the section first (python -m autograder release)")
-    out = {}
-    for source in sorted((course / "source" / section).glob("*.ipynb")):
-        answers = solution_sources(nbformat.read(source, as_version=4))
-        out[source.stem] = make_submission(nbformat.read(release / source.name, as_version=4), answers)
-    return out
+    return {
+        exercise: make_submission(nbformat.read(release / f"{exercise}.ipynb", as_version=4), answers)
+        for exercise, answers in reference_solutions(course, section).items()
+    }
 
 
 def _execute(nb, workdir: Path, entries: Path) -> list[str]:
