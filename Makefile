@@ -19,7 +19,7 @@ help:
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml"
 	@echo "make clean     remove build outputs (keeps the venv)"
-	@echo "instructors:   make regenerate | release | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
+	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
 
 venv: $(STAMP)
 
@@ -60,13 +60,16 @@ clean:
 	rm -rf _build .pytest_cache
 
 # --- instructor commands (see README "For instructors") ---------------------------------
-.PHONY: regenerate release grade feedback grades grades-canvas grades-moodle report selftest similarity
+.PHONY: regenerate release warm-cache grade feedback grades grades-canvas grades-moodle report selftest similarity
 
 regenerate: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder regenerate
 
 release: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder release
+
+warm-cache: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder warm-cache
 
 grade: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder autograde --workers $(JOBS)

@@ -76,8 +76,30 @@ def cmd_release(args):
         raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
 
 
+def cmd_warm_cache(args):
+    from autograder.confine.compile_cache import verified_entries
+    from autograder.ops.warm_cache import warm_cache
+
+    cmd_release(args)  # the cache is filled from what students receive: release first
+    root = warm_cache(COURSE, _sections(args))
+    entries, why = verified_entries(root)
+    if entries is None:
+        raise SystemExit(f"the compilation cache did not verify after sealing: {why}")
+    count = sum(1 for _ in entries.iterdir())
+    print(
+        f"compilation cache sealed: {count} programs in {entries.relative_to(COURSE.parent)}; grading kernels read it"
+    )
+
+
 def cmd_autograde(args):
-    results = grade_class(COURSE, _sections(args), workers=args.workers, students=args.student, force=args.force)
+    results = grade_class(
+        COURSE,
+        _sections(args),
+        workers=args.workers,
+        students=args.student,
+        force=args.force,
+        scheduler=args.scheduler,
+    )
     if not results:
         print("nothing to grade: assignments/submitted/<student>/<section>/ is empty")
         return
@@ -176,6 +198,7 @@ def main(argv=None):
         ("build", cmd_build, "turn source .md files into the .ipynb files nbgrader reads"),
         ("regenerate", cmd_regenerate, "recompute reference data from the reference solutions, then build"),
         ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
+        ("warm-cache", cmd_warm_cache, "release, then fill and seal the JAX compilation cache grading kernels read"),
         ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
         ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
         ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
@@ -215,6 +238,11 @@ def main(argv=None):
             p.add_argument("--student", action="append", help="only this student (repeatable)")
             p.add_argument("--force", action="store_true", help="regrade submissions already graded")
             p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
+            p.add_argument(
+                "--scheduler",
+                help="grade on Dask: 'local' (a cluster of --workers processes here), a scheduler address "
+                "(tcp://host:8786) or a scheduler file (*.json); the course folder must be shared by all workers",
+            )
         if name == "report":
             p.add_argument(
                 "--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)"
