@@ -163,3 +163,34 @@ def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_
     assert {s for s, r in resumed.items() if r.status == "skipped"} <= graded_before
     assert gradebook_scores(course_b, SECTION) == gradebook_scores(course_a, SECTION)
     assert _feedback(course_b) == _feedback(course_a)  # same submission, same score and feedback
+
+
+def test_a_regrade_leaves_an_audit_trail_and_flags_an_unexplained_change(uninterrupted):
+    """Last in this module: it changes the class the tests above read."""
+    from nbgrader.api import Gradebook
+
+    from autograder.ops.nbgrader_run import gradebook_url
+
+    course, _ = uninterrupted
+    # "wrong" hands in the honest notebook again: its cells change, explained by the resubmission
+    honest_nb = course / "submitted" / "honest" / SECTION / f"{EXERCISE}.ipynb"
+    (course / "submitted" / "wrong" / SECTION / f"{EXERCISE}.ipynb").write_bytes(honest_nb.read_bytes())
+    # one of "honest"'s scores is edited by hand: a byte-identical regrade restores it, with no reason to
+    with Gradebook(gradebook_url(course)) as gb:
+        grade = gb.find_grade("test_fd_grad", EXERCISE, SECTION, "honest")
+        full = grade.auto_score
+        grade.auto_score = 0.0
+        gb.db.commit()
+    results = {
+        r.student: r for r in grade_class(course, [SECTION], students=["honest", "wrong"], force=True, progress=False)
+    }
+    lines = [json.loads(line) for line in (course / ".grading" / "audit" / f"{SECTION}.jsonl").read_text().splitlines()]
+    mine = {(x["student"], x["cell"]): x for x in lines}
+    flagged = mine["honest", f"{EXERCISE}/test_fd_grad"]
+    assert flagged["old"][0] == 0.0 and flagged["new"][0] == full and flagged["why"] == [] and flagged["flagged"]
+    assert [c for (s, c) in mine if s == "honest"] == [f"{EXERCISE}/test_fd_grad"]  # nothing else moved
+    resubmitted = [x for (s, _), x in mine.items() if s == "wrong"]
+    assert resubmitted and all(x["why"] == ["resubmission"] and not x["flagged"] for x in resubmitted)
+    assert any(x["new"][0] > x["old"][0] for x in resubmitted)
+    assert results["honest"].flagged_cells == 1 and results["wrong"].changed_cells == len(resubmitted)
+    assert set(read_ledger(course, SECTION, "honest")["inputs"]) == {"data", "tolerance"}

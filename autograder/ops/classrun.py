@@ -34,6 +34,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from autograder.ops import audit
 from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
 from autograder.ops.worker import GradingWorker
@@ -47,6 +48,8 @@ class JobResult:
     seconds: float = 0.0
     error: str = ""
     phases: dict = field(default_factory=dict)  # seconds by phase: queue, kernel, execute, nbgrader
+    changed_cells: int = 0  # a regrade: cells whose score changed (autograder.ops.audit)
+    flagged_cells: int = 0  # of those, changed with the same submission and the same data
 
 
 def submissions(course_dir: Path, section: str) -> list[str]:
@@ -221,7 +224,8 @@ def grade_class(
     whose worker died; this process remains the one writer of the ledger.
     """
     course = Path(course_dir)
-    results, todo = [], []
+    results, todo, previous = [], [], {}
+    inputs = {section: audit.grading_inputs(section) for section in sections}
     for section in sections:
         for student in students or submissions(course, section):
             folder = course / "submitted" / student / section
@@ -236,6 +240,9 @@ def grade_class(
                 results.append(JobResult(section, student, "skipped"))
             else:
                 todo.append((section, student, digest))
+                previous[section, student] = entry
+    regraded = {section for (section, _), entry in previous.items() if entry}
+    before = {section: audit.cell_scores(course, section) for section in regraded}  # scores a regrade may change
     bar = tqdm(total=len(todo), desc="autograde", unit="submission", disable=not progress)
     pool = _WorkerPool(course, limits)
     began = time.perf_counter()
@@ -251,7 +258,13 @@ def grade_class(
             result = future.result()
         except Exception as exc:  # run_job never raises; should it ever, one submission fails, not the run
             result = JobResult(section, student, "failed", 0.0, _internal_error(exc))
-        _write_ledger(course, section, student, {"fingerprint": digest, **asdict(result)})
+        old = previous.get((section, student))
+        if old and result.status == "graded":
+            after = audit.cell_scores(course, section, {student}).get(student, {})
+            why = audit.reasons(old, digest, inputs[section])
+            changes = audit.record_changes(course, section, student, before[section].get(student, {}), after, why)
+            result.changed_cells, result.flagged_cells = len(changes), sum(c["flagged"] for c in changes)
+        _write_ledger(course, section, student, {"fingerprint": digest, "inputs": inputs[section], **asdict(result)})
         results.append(result)
         bar.update()
         bar.set_postfix_str(f"失败 {sum(r.status == 'failed' for r in results)}", refresh=False)
@@ -323,6 +336,12 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
     for r in failed:
         lines.append(f"失败 {shown(r.student)}/{r.section}: {r.error}")
     lines += phase_lines(results)
+    changed, flagged = sum(r.changed_cells for r in results), sum(r.flagged_cells for r in results)
+    if changed:
+        lines.append(
+            f"重评：{changed} 个单元的分数变了，其中 {flagged} 个被标记（同一份提交、同样的数据，分数却变了），"
+            "逐条记录（旧分、新分、原因）见 assignments/.grading/audit/<作业>.jsonl。"
+        )
     lines.append(
         f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
         f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。"

@@ -53,7 +53,12 @@ def _execute(nb, workdir: Path, entries: Path) -> list[str]:
         allow_errors=True,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute(env=kernel_environment(workdir, entries, FILL_ENV), cwd=str(workdir))
+    try:
+        client.execute(env=kernel_environment(workdir, entries, FILL_ENV), cwd=str(workdir))
+    finally:  # nbclient leaves running a kernel whose manager it was given
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+        km.cleanup_resources()
     return [
         c.metadata.get("nbgrader", {}).get("grade_id", "?")
         for c in nb.cells
