@@ -191,6 +191,7 @@ def test_a_regrade_leaves_an_audit_trail_and_flags_an_unexplained_change(uninter
     assert [c for (s, c) in mine if s == "honest"] == [f"{EXERCISE}/test_fd_grad"]  # nothing else moved
     resubmitted = [x for (s, _), x in mine.items() if s == "wrong"]
     assert resubmitted and all(x["why"] == ["resubmission"] and not x["flagged"] for x in resubmitted)
-    assert any(x["new"][0] > x["old"][0] for x in resubmitted)
+    # a written answer's automatic score goes from 0 (left blank) to None (to be graded by hand): compare numbers
+    assert any((x["new"][0] or 0) > (x["old"][0] or 0) for x in resubmitted)
     assert results["honest"].flagged_cells == 1 and results["wrong"].changed_cells == len(resubmitted)
     assert set(read_ledger(course, SECTION, "honest")["inputs"]) == {"data", "tolerance"}

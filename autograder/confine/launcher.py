@@ -43,6 +43,9 @@ ENV_ALLOWED = (
     "PYTHONHASHSEED",
     "VIRTUAL_ENV",
     "CUDA_VISIBLE_DEVICES",
+    # the pid of the process that started the kernel: ipykernel polls it and exits once that process is gone
+    # (a grading worker killed from outside, e.g. with its Dask worker), instead of living on as an orphan
+    "JPY_PARENT_PID",
 )
 ENV_ALLOWED_PREFIXES = ("LC_", "JAX_")
 
