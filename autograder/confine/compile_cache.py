@@ -45,6 +45,13 @@ FILL_ENV = {
     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     **_NO_XLA_CACHES,
 }
+
+
+def jax_settings(entries: Path, settings: dict = KERNEL_ENV) -> dict:
+    """The environment variables that point JAX at ``entries`` (read-only by default; :data:`FILL_ENV` to fill)."""
+    return {"JAX_COMPILATION_CACHE_DIR": str(entries), **settings}
+
+
 #: the most the trusted side reads (and hashes) before each kernel: far above a course's few tens of MB
 MAX_TOTAL_BYTES = 2 * 2**30
 

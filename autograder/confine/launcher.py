@@ -98,7 +98,7 @@ def kernel_environment(scratch: Path, compile_cache: Path | None = None, cache_e
         env[var] = str(scratch)
     env["MPLBACKEND"] = "Agg"
     if compile_cache is not None:
-        env.update(JAX_COMPILATION_CACHE_DIR=str(compile_cache), **cache_env)
+        env.update(compile_cache_.jax_settings(compile_cache, cache_env))
     return env
 
 
@@ -129,7 +129,7 @@ def main(argv=None) -> None:
     apply_limits(opts)
     if opts.no_sandbox:  # nothing is tamper-resistant then; the cache only makes it as fast
         if opts.compile_cache:
-            os.environ.update(JAX_COMPILATION_CACHE_DIR=str(opts.compile_cache), **compile_cache_.KERNEL_ENV)
+            os.environ.update(compile_cache_.jax_settings(opts.compile_cache))
         os.chdir(opts.scratch)
     else:
         confine(opts)

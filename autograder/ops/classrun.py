@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -117,7 +116,7 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
         return JobResult(section, student, "failed", 0.0, problem)
     grading_env(course, limits)  # refuses to grade without the sandbox, before any kernel starts
     own = worker is None
-    worker = worker or GradingWorker(course, limits, course / ".grading" / "logs" / "workers" / f"{os.getpid()}.log")
+    worker = worker or GradingWorker(course, limits)
     log_path = course / ".grading" / "logs" / section / f"{student}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -162,10 +161,7 @@ class _WorkerPool:
     def get(self) -> GradingWorker:
         worker = getattr(self._local, "worker", None)
         if worker is None:
-            name = f"{os.getpid()}-{threading.get_ident()}.log"
-            worker = self._local.worker = GradingWorker(
-                self.course, self.limits, self.course / ".grading" / "logs" / "workers" / name
-            )
+            worker = self._local.worker = GradingWorker(self.course, self.limits)
             with self._lock:
                 self._all.append(worker)
         return worker
@@ -185,10 +181,7 @@ def _dask_job(course: str, section: str, student: str, limits: Limits, extra_arg
     if worker is None or worker.course != course_dir.resolve() or worker.limits != limits:
         if worker is not None:
             worker.stop()
-        name = f"dask-{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}.log"
-        worker = _DASK_WORKERS.worker = GradingWorker(
-            course_dir, limits, course_dir / ".grading" / "logs" / "workers" / name
-        )
+        worker = _DASK_WORKERS.worker = GradingWorker(course_dir, limits)
     return run_job(course_dir, section, student, limits, extra_args, worker=worker)
 
 

@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -134,8 +135,11 @@ def _uid_of(pid: int) -> int | None:
 class GradingWorker:
     """One long-lived grading process; :meth:`grade` runs a job in it, within a wall-clock limit."""
 
-    def __init__(self, course_dir: Path, limits: Limits, log_path: Path):
-        self.course, self.limits, self.log_path = Path(course_dir).resolve(), limits, Path(log_path)
+    def __init__(self, course_dir: Path, limits: Limits):
+        self.course, self.limits = Path(course_dir).resolve(), limits
+        # one log per worker: the machine, process and thread that own it (Dask workers share the course folder)
+        name = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}.log"
+        self.log_path = self.course / ".grading" / "logs" / "workers" / name
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._process = None
         self._conn = None
