@@ -5,6 +5,10 @@ All library tests run in float64: gradient checks are meaningless in float32 (S0
 Test tiers: every module's tier is declared in :data:`TIERS` (a module not named there is a fast unit
 test); ``make test-fast`` deselects the marked ones, ``make test`` runs everything.
 
+``released_course`` releases each nbgrader section once per test run (shared by the xdist workers, like
+the book) and hands each test its own copy: ``generate_assignment`` costs about 10 s a call, and a dozen
+modules grade a released s04_1, s04_2 or s04_6.
+
 ``built_book`` builds the executable book once per test session with the real jupyter-book
 (execution on, warnings fatal); the tests that read it (tests/test_book.py, tests/test_browser.py)
 carry ``@pytest.mark.xdist_group("book")`` so that under ``pytest -n 2 --dist loadgroup`` they all
@@ -56,6 +60,36 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def _run_root(tmp_path_factory) -> Path:
+    """A folder shared by all xdist workers of this test run."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+@pytest.fixture(scope="session")
+def released_course(tmp_path_factory):
+    """``released_course(section, dst) -> dst``: a scratch copy of assignments/ in ``dst`` with ``section``'s
+    source notebooks built and its student release generated (gradebook included), as
+    :func:`autograder.ops.selftest.release_section` leaves it; nothing handed in yet."""
+    from autograder.ops.selftest import release_section, scratch_course
+
+    shared = _run_root(tmp_path_factory) / "released"
+    shared.mkdir(exist_ok=True)
+
+    def make(section: str, dst: Path) -> Path:
+        done = shared / section
+        with open(shared / f"{section}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (done / "RELEASED").exists():
+                shutil.rmtree(done, ignore_errors=True)
+                release_section(section, scratch_course(done / "course", ROOT / "assignments"))
+                (done / "RELEASED").write_text("")
+        shutil.copytree(done / "course", dst, symlinks=True)
+        return Path(dst)
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     prebuilt = os.environ.get("S04_BOOK_HTML")
@@ -65,9 +99,7 @@ def built_book(tmp_path_factory):
         return html
     # One build per test run, whichever worker asks first: the others wait on the lock and reuse it
     # (the xdist group keeps the book tests together; the lock makes a second build impossible).
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # shared by all workers of this run
+    root = _run_root(tmp_path_factory)
     out = root / "book_build"
     with open(root / "book_build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -21,10 +21,9 @@ import nbformat
 import pytest
 
 from autograder.ops.classrun import fingerprint, grade_class, read_ledger
-from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
+from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.authoring.reference import WRONG_ANSWERS
-from autograder.ops.selftest import solution_sources, graded_cell_text, make_submission, scratch_course
-from autograder.authoring.sources import build_all
+from autograder.ops.selftest import solution_sources, graded_cell_text, make_submission
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
 pytestmark = pytest.mark.xdist_group("classrun")
@@ -55,8 +54,7 @@ def _add_hostile_files(course: Path) -> None:
 
 
 def _make_class(course: Path) -> None:
-    build_all(course, sections=[SECTION])
-    nbgrader(["generate_assignment", SECTION, "--force"], course)
+    """Hand in the class into ``course``, a released copy of the course (the ``released_course`` fixture)."""
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     notebooks = {
@@ -95,8 +93,8 @@ def _feedback(course: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    course = scratch_course(tmp_path_factory.mktemp("class_a") / "course", ROOT / "assignments")
+def uninterrupted(tmp_path_factory, released_course):
+    course = released_course(SECTION, tmp_path_factory.mktemp("class_a") / "course")
     _make_class(course)
     _add_hostile_files(course)
     results = grade_class(course, [SECTION], workers=2, progress=False)
@@ -138,9 +136,9 @@ def test_rerun_skips_what_was_graded(uninterrupted):
     assert entry["fingerprint"] == fingerprint(course / "submitted" / "honest" / SECTION)
 
 
-def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_path):
+def test_sigkill_midway_then_resume_equals_uninterrupted_run(uninterrupted, tmp_path, released_course):
     course_a, _ = uninterrupted
-    course_b = scratch_course(tmp_path / "course", ROOT / "assignments")
+    course_b = released_course(SECTION, tmp_path / "course")
     _make_class(course_b)
     script = (
         "import sys; from pathlib import Path; from autograder.ops.classrun import grade_class; "

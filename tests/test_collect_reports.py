@@ -35,8 +35,7 @@ from autograder.ops.reports import (
     overview_figure,
     score_rows,
 )
-from autograder.ops.selftest import solution_sources, make_submission, scratch_course
-from autograder.authoring.sources import build_all
+from autograder.ops.selftest import solution_sources, make_submission
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
 pytestmark = pytest.mark.xdist_group("collect")
@@ -80,11 +79,9 @@ def _lms_zip(course: Path, path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, released_course):
     tmp = tmp_path_factory.mktemp("collect")
-    course = scratch_course(tmp / "course", ROOT / "assignments")  # without an instructor's downloads or reports
-    build_all(course, sections=[SECTION])
-    nbgrader(["generate_assignment", SECTION, "--force"], course)
+    course = released_course(SECTION, tmp / "course")  # without an instructor's downloads or reports
     download = _lms_zip(course, tmp / "S04-作业1-download.zip")
     out = io.StringIO()
     with mock.patch.object(cli, "COURSE", course), contextlib.redirect_stdout(out):

@@ -18,7 +18,7 @@ import pytest
 
 from autograder.ops.classrun import grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
-from autograder.ops.selftest import hand_in, scratch_course
+from autograder.ops.selftest import hand_in
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "s04_6"  # three notebooks, each with automatic points, and among the cheapest to grade
@@ -79,10 +79,10 @@ def _parents_of(command: str) -> list[int]:
     return [int(line.split()[0]) for line in out.splitlines() if command in line and "ps -eo" not in line]
 
 
-def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path):
+def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path, released_course):
     scheduler_file, workers = cluster
-    course = scratch_course(tmp_path / "course", ROOT / "assignments")
-    hand_in(SECTION, course, wrong_answers=False)
+    course = released_course(SECTION, tmp_path / "course")
+    hand_in(SECTION, course, wrong_answers=False, released=True)
     for copy in ("reference-2", "blank-2"):  # four jobs for two workers, so that one is running when a worker dies
         src = course / "submitted" / copy.split("-")[0] / SECTION
         dst = course / "submitted" / copy / SECTION

@@ -17,6 +17,10 @@ from autograder.verdict.data import load
 from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
 from autograder.authoring.registry import all_checks
 from autograder.authoring.release_scan import scan_release
+from autograder.authoring.sources import build_all
+from autograder.confine.compile_cache import verified_entries
+from autograder.ops.nbgrader_run import nbgrader
+from autograder.ops.warm_cache import warm_cache
 from autograder.ops.selftest import run_section, scratch_course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +35,11 @@ GRADING_MACHINE = {"OPENBLAS_CORETYPE": "Sandybridge", "XLA_FLAGS": "--xla_cpu_m
 
 
 @pytest.mark.parametrize("section", SECTIONS)
-def test_section_contract(section, tmp_path, monkeypatch):
-    course = scratch_course(tmp_path / "course", COURSE)
+def test_section_contract(section, tmp_path, monkeypatch, released_course):
+    course = released_course(section, tmp_path / "course")
     for name, value in GRADING_MACHINE.items():
         monkeypatch.setenv(name, value)
-    report = run_section(section, course)
+    report = run_section(section, course, released=True)
 
     for exercise, (score, total) in ((nb, v["auto"]) for nb, v in report.scores["reference"].items()):
         # written-only exercises have no autograded points (total 0) but must have manual ones
@@ -97,3 +101,23 @@ def test_kernel_inputs_hold_no_expected_values():
     for path in INPUTS_DIR.glob("*.json"):
         full = load(path.stem)
         assert json.loads(path.read_text(encoding="utf-8")) == data.inputs_only(full)
+
+
+def test_warm_cache_runs_the_release_and_no_solution(tmp_path):
+    """The compilation cache is readable by every grading kernel (and so, through a student's own output, by
+    every student): the instructor's filling run must execute what students receive, never a reference answer."""
+    section, marker = "s04_6", tmp_path / "a-solution-ran"
+    course = scratch_course(tmp_path / "course", COURSE)
+    source = course / "source" / section / f"{section}_ex1.md"
+    text = source.read_text(encoding="utf-8")
+    assert "### BEGIN SOLUTION\n" in text
+    # every solution of the exercise leaves a trace when it runs
+    source.write_text(text.replace("### BEGIN SOLUTION\n", f"### BEGIN SOLUTION\n    open({str(marker)!r}, 'w')\n"))
+    build_all(course, sections=[section])
+    nbgrader(["generate_assignment", section, "--force"], course)
+    log = []
+    root = warm_cache(course, [section], log=log.append)
+    assert not marker.exists(), "the filling run executed a reference solution"
+    entries, why = verified_entries(root)
+    assert entries is not None and any(entries.iterdir()), why  # the given cells did compile and fill it
+    assert not [line for line in log if line.startswith("WARNING")], log  # only blank answers raised

@@ -29,8 +29,7 @@ from autograder.confine.compile_cache import default_root, seal, verified_entrie
 from autograder.confine.limits import DEFAULT_LIMITS
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
-from autograder.ops.selftest import make_submission, scratch_course
-from autograder.authoring.sources import build_all
+from autograder.ops.selftest import make_submission
 
 # one worker grades the catalogue once (a module fixture would otherwise run on each xdist worker)
 pytestmark = pytest.mark.xdist_group("hostile")
@@ -38,7 +37,7 @@ pytestmark = pytest.mark.xdist_group("hostile")
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE, CELL, CELL2 = "s04_1", "s04_1_ex1", "fd_grad_answer", "analytic_grad_answer"
 GRADED = "test_fd_grad"  # the first graded cell of the notebook
-CELL_TIMEOUT_S = 20  # per-cell limit for this test (the course default is 120 s)
+CELL_TIMEOUT_S = 15  # per-cell limit for this test (the course default is 120 s)
 NO_RECORD = "没有留下结果记录"
 
 REBIND_GRADE = """\
@@ -248,7 +247,7 @@ CLASS_RUN_CASES = (
     "escape-sandbox",
     "script-in-output",
 )
-NOTEBOOK_BUDGET_S = 45  # per-notebook budget for this test (the course default is longer)
+NOTEBOOK_BUDGET_S = 30  # per-notebook budget for this test (the course default is longer)
 
 
 def _outputs_text(nb) -> str:
@@ -312,24 +311,20 @@ LIMITS = [f"--Execute.timeout={CELL_TIMEOUT_S}", f"--SafeExecute.notebook_budget
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, listener):
+def graded(tmp_path_factory, listener, released_course):
     """The catalogue graded twice: by one plain ``nbgrader autograde`` run (what formgrader's button runs)
     and, for :data:`CLASS_RUN_CASES`, by the class run; ``{entry: (course, scores)}``."""
     port, _ = listener
     root = tmp_path_factory.mktemp("hostile")
-    course = scratch_course(root / "course", ROOT / "assignments")
+    course = released_course(SECTION, root / "course")
     seal_dummy_cache(course)
-    build_all(course, sections=[SECTION])
-    nbgrader(["generate_assignment", SECTION, "--force"], course)
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     _submit(course, release_nb, [*HOSTILE, "blank"], port)
     # one nbgrader run for the whole catalogue: it must complete (nbgrader exits non-zero otherwise)
     nbgrader(["autograde", SECTION, "--force", *LIMITS], course, timeout=1800)
 
-    classrun = scratch_course(root / "classrun", ROOT / "assignments")
+    classrun = released_course(SECTION, root / "classrun")
     seal_dummy_cache(classrun)
-    build_all(classrun, sections=[SECTION])
-    nbgrader(["generate_assignment", SECTION, "--force"], classrun)
     _submit(classrun, release_nb, [*CLASS_RUN_CASES, "blank"], port)
     results = grade_class(classrun, [SECTION], workers=2, extra_args=LIMITS, progress=False)
     assert [r.student for r in results if r.status != "graded"] == []

@@ -22,10 +22,9 @@ import pytest
 from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output, new_raw_cell
 
-from autograder.authoring.sources import build_all
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.reports import check_feedback
-from autograder.ops.selftest import solution_sources, make_submission, scratch_course
+from autograder.ops.selftest import solution_sources, make_submission
 from autograder.verdict.markup import PLAIN_TEXT_NOTE
 from autograder.verdict.sanitize import BROKEN, INERT_MIMETYPES, SanitizeOutputs, sanitize_notebook
 
@@ -385,10 +384,8 @@ HOSTILE_ANSWER = "我的回答：<script>alert('md')</script><img src=x onerror=
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    course = scratch_course(tmp_path_factory.mktemp("untrusted_outputs") / "course", ROOT / "assignments")
-    build_all(course, sections=[SECTION])
-    nbgrader(["generate_assignment", SECTION, "--force"], course)
+def graded(tmp_path_factory, released_course):
+    course = released_course(SECTION, tmp_path_factory.mktemp("untrusted_outputs") / "course")
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     answer = next(c for c in source_nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == ANSWER)

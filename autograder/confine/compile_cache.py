@@ -1,14 +1,15 @@
 """A JAX compilation cache that the instructor fills and grading kernels only read.
 
-Every grading kernel compiles the same ``course_lib`` programs again (integrators, rollouts, their
-gradients); on a 2-core machine that is about 40 % of grading one honest s04_1 submission. JAX can
+Every grading kernel compiles the same ``course_lib`` programs of the given cells again (integrators,
+rollouts, their gradients). JAX can
 keep compiled programs on disk (its *persistent compilation cache*), but a cache a kernel may write
 is code execution for whoever writes it: the next student's kernel would load and run it. So:
 
 * only the instructor's run writes it (``python -m autograder warm-cache``, :mod:`autograder.ops.warm_cache`),
-  executing the *release* notebooks with the reference solutions pasted in, on the public inputs only.
-  The hidden graded cells never run there: a compiled program may hold its inputs as constants, and the
-  cache is readable by every kernel;
+  executing the *release* notebooks as students receive them, blank answers and all. Neither hidden
+  inputs nor reference solutions run there: the cache is readable by every kernel, a student can print
+  what their kernel reads into their own feedback, and a compiled program holds its constants and the
+  structure of the code that made it;
 * that run ends with :func:`seal`: entries read-only, and a manifest of their SHA-256 hashes written
   beside (not inside) the folder kernels read;
 * before each grading kernel starts, the trusted side calls :func:`verified_entries`: the folder and the

@@ -71,14 +71,21 @@ def graded_cell_text(nb) -> dict:
     return out
 
 
-def hand_in(section: str, course_dir: Path, wrong_answers: bool = True) -> dict[str, list[str]]:
-    """Build ``section``'s sources and release in ``course_dir`` and hand in its pseudo-students.
+def release_section(section: str, course_dir: Path) -> Path:
+    """Build ``section``'s source notebooks in ``course_dir`` and generate its student release; returns the release."""
+    build_all(course_dir, sections=[section])
+    nbgrader(["generate_assignment", section, "--force"], course_dir)
+    return course_dir / "release" / section
+
+
+def hand_in(section: str, course_dir: Path, wrong_answers: bool = True, released: bool = False) -> dict[str, list[str]]:
+    """Hand in ``section``'s pseudo-students in ``course_dir``, first releasing it unless ``released``.
 
     ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer student
     (with ``wrong_answers``) only the notebook its answer belongs to. Returns ``{student: [exercise, ...]}``.
     """
-    build_all(course_dir, sections=[section])
-    nbgrader(["generate_assignment", section, "--force"], course_dir)
+    if not released:
+        release_section(section, course_dir)
     release = course_dir / "release" / section
     sources = reference_solutions(course_dir, section)
     students = {"reference": sources, "blank": {}}
@@ -99,13 +106,14 @@ def hand_in(section: str, course_dir: Path, wrong_answers: bool = True) -> dict[
     return handed_in
 
 
-def run_section(section: str, course_dir: Path, warm_cache: bool = True) -> SectionReport:
-    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/).
+def run_section(section: str, course_dir: Path, warm_cache: bool = True, released: bool = False) -> SectionReport:
+    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/, in which the
+    section is already released if ``released``).
 
     With ``warm_cache`` the section's compilation cache is filled first (:mod:`autograder.ops.warm_cache`),
     as an instructor does before grading, so the contract also holds for kernels that read it.
     """
-    handed_in = hand_in(section, course_dir)
+    handed_in = hand_in(section, course_dir, released=released)
     if warm_cache:
         from autograder.ops.warm_cache import warm_cache as fill
 

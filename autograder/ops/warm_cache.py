@@ -1,9 +1,13 @@
 """Fill and seal the JAX compilation cache that grading kernels read (design: :mod:`autograder.confine.compile_cache`).
 
-The instructor's run executes, for each released notebook of the chosen sections, the *release* with the
-reference solutions pasted into its answer cells: the setup, the answers and the student-visible self-checks
-on their public inputs. The hidden graded cells are not in a release, so no hidden input can end up in a
-compiled program that every kernel may read. The kernel has a grading kernel's environment
+The instructor's run executes each released notebook of the chosen sections exactly as a student receives
+it: the setup and the other given cells compile the ``course_lib`` programs every submission needs; the
+blank answer cells and the cells that call them or build on them raise, which is expected (only a given
+cell before the first answer that raises is reported: a broken release).
+Two things never enter the cache, because every grading kernel can read it and a student can print what
+their kernel reads into their own feedback: hidden inputs (the graded cells are not in a release), and
+the reference solutions (a compiled program of a reference answer is a form of that answer; filling the
+cache from them, as an earlier version did, handed it to every kernel). The kernel has a grading kernel's environment
 (:func:`autograder.confine.launcher.kernel_environment`: same allow-list, so the same XLA flags and JAX
 settings, hence the same cache keys) with JAX told to keep every program it compiles.
 
@@ -25,26 +29,22 @@ from nbclient import NotebookClient
 
 from autograder.confine.compile_cache import ENTRIES, FILL_ENV, default_root, seal, verified_entries
 from autograder.confine.launcher import kernel_environment
-from autograder.ops.selftest import make_submission, reference_solutions
 
-#: per-cell limit of the filling run: the heaviest reference cell needs under 20 s on a loaded 2-core machine
+#: per-cell limit of the filling run: the heaviest given cell needs under 20 s on a loaded 2-core machine
 CELL_TIMEOUT_S = 300
 
 
-def reference_submissions(course_dir: Path, section: str) -> dict[str, nbformat.NotebookNode]:
-    """``{exercise: release notebook with the reference answers}`` (needs ``release/<section>``)."""
-    course = Path(course_dir)
-    release = course / "release" / section
+def release_notebooks(course_dir: Path, section: str) -> dict[str, nbformat.NotebookNode]:
+    """``{exercise: release notebook}``, as students receive them (needs ``release/<section>``)."""
+    release = Path(course_dir) / "release" / section
     if not release.is_dir():
         raise FileNotFoundError(f"{release} does not exist: release the section first (python -m autograder release)")
-    return {
-        exercise: make_submission(nbformat.read(release / f"{exercise}.ipynb", as_version=4), answers)
-        for exercise, answers in reference_solutions(course, section).items()
-    }
+    return {p.stem: nbformat.read(p, as_version=4) for p in sorted(release.glob("*.ipynb"))}
 
 
 def _execute(nb, workdir: Path, entries: Path) -> list[str]:
-    """Run ``nb`` in a fresh kernel that writes ``entries``; the names of cells that raised."""
+    """Run ``nb`` in a fresh kernel that writes ``entries``; the names of the given cells before the first answer
+    cell that raised. Later cells may raise: they call, or build on, blank answers."""
     km = KernelManager(kernel_name="python3", transport="ipc", ip=str(workdir / "kernel"))  # no TCP port
     client = NotebookClient(
         nb,
@@ -59,15 +59,18 @@ def _execute(nb, workdir: Path, entries: Path) -> list[str]:
         if km.has_kernel:
             km.shutdown_kernel(now=True)
         km.cleanup_resources()
-    return [
-        c.metadata.get("nbgrader", {}).get("grade_id", "?")
-        for c in nb.cells
-        if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", []))
-    ]
+    broken = []
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            break
+        if cell.cell_type == "code" and any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            broken.append(meta.get("grade_id", f"cell {i}"))
+    return broken
 
 
 def warm_cache(course_dir: Path, sections, root: Path | None = None, log=print) -> Path:
-    """Fill the cache of ``course_dir`` from the reference answers of ``sections`` and seal it; returns its root."""
+    """Fill the cache of ``course_dir`` from the release notebooks of ``sections`` and seal it; returns its root."""
     course = Path(course_dir).resolve()
     root = Path(root or default_root(course))
     root.mkdir(parents=True, exist_ok=True)
@@ -84,7 +87,7 @@ def warm_cache(course_dir: Path, sections, root: Path | None = None, log=print) 
     failures = []
     start = time.perf_counter()
     for section in sections:
-        for exercise, nb in reference_submissions(course, section).items():
+        for exercise, nb in release_notebooks(course, section).items():
             with tempfile.TemporaryDirectory(prefix="s04-warm-") as tmp:
                 failed = _execute(nb, Path(tmp), filled)
             failures += [f"{exercise}:{cell}" for cell in failed]
@@ -97,6 +100,6 @@ def warm_cache(course_dir: Path, sections, root: Path | None = None, log=print) 
         "failed_cells": failures,
     }
     seal(root, filled, facts)
-    if failures:  # a reference answer that raises is a broken exercise, not a cache problem: say so loudly
-        log(f"WARNING: reference cells raised while warming: {', '.join(failures)}")
+    if failures:  # a setup cell that raises is a broken release, not a cache problem: say so loudly
+        log(f"WARNING: given cells raised before any answer while warming: {', '.join(failures)}")
     return root
