@@ -2,7 +2,9 @@
 
 * ``s04_4_ex1``: the 1-D bouncing ball over one step of size h, the impact located inside the step:
   the next state and the mode it took (``cl.impact_step``), and d x_{k+1} / d v_k in either mode
-  (``jax.jacobian`` of ``cl.impact_step``; a closed form guards it).
+  (``jax.jacobian`` of ``cl.impact_step``; a closed form guards it); beside them the naive map of
+  ``cl.naive_impact_step`` (a semi-implicit Euler step, then flip the velocity if it went through the
+  ground) and its derivative, (h, 1) in flight and (h, -e) after the flip.
 * ``s04_4_ex2``: the sigmoid-softened Heaviside sigma(alpha z) and its derivative in z, for alpha up
   to 2000 (|alpha z| up to 1000, where a naive exp overflows in float64).
 * ``s04_4_ex3``: one row of a per-step contact log on the box pushed against a wall
@@ -36,6 +38,10 @@ S044_DV_NO_RESTITUTION = (
     "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。"
 )
 S044_DV_TSTAR_FIXED = "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。"
+S044_NAIVE_NO_FLIP = "下一步状态与“只走一步半隐式欧拉、穿地后什么也不做”一致：朴素映射在 y_{k+1} < 0 时还要把末速度反向并乘 e（v⁺ = −e·v′），导数随之变成 (h, −e)。"
+S044_NAIVE_EXPLICIT = "下一步状态与“按自由落体的精确抛物线走整步再反向速度”一致：本题的朴素映射是 cl.naive_impact_step 的半隐式欧拉一步，先 v′ = v − g·h，再 y′ = y + h·v′。"
+S044_NAIVE_IS_EXACT = "结果与步内定位碰撞时刻的精确映射一致：这里要的是朴素映射（穿地后才在步末反向速度），好让你把两者放在一起比较。"
+S044_NAIVE_DV_SIGN = "朴素映射的 ∂v_{k+1}/∂v_k 符号反了：v⁺ = −e·(v − g·h) 对 v 求导得 −e。"
 S044_SIGMOID_FLIPPED = (
     "函数值与 1/(1 + e^{+αz}) = 1 − σ(αz) 一致：指数里 z 的符号反了；z > 0 时软化阶跃应接近 1，z < 0 时接近 0。"
 )
@@ -110,6 +116,40 @@ def _naive_flip_end(x, h, g, e):
 def _naive_semi_implicit(x, h, g, e):
     x_next, mode = cl.naive_impact_step(jnp.asarray(x, dtype=jnp.float64), h, g, e)
     return np.asarray(x_next), int(mode)
+
+
+@jax.jit
+def _naive_and_dv(x, h, g, e):
+    x_next, _ = cl.naive_impact_step(x, h, g, e)
+    jac = jax.jacobian(lambda s: cl.naive_impact_step(s, h, g, e)[0])(x)
+    return x_next, jac[:, 1]
+
+
+def naive_ball_step(x, h, g, e):
+    """(x_{k+1}, d y_{k+1}/d v_k, d v_{k+1}/d v_k) of cl.naive_impact_step (jax.jacobian), checked against the
+    closed form: (h, 1) in flight, (h, -e) once the step went through the ground."""
+    x_next, dv = (np.asarray(a) for a in _naive_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e))
+    through = float(x[0]) + h * (float(x[1]) - g * h) < 0
+    np.testing.assert_allclose(dv, (h, -e) if through else (h, 1.0), rtol=1e-12, atol=1e-14)
+    return x_next, float(dv[0]), float(dv[1])
+
+
+def _naive_variant(kind):
+    def fn(x, h, g, e):
+        y, v = float(x[0]), float(x[1])
+        if kind == "exact":
+            x_next, _ = ball_step(x, h, g, e)
+            return (x_next, *ball_step_dv(x, h, g, e))
+        if kind == "explicit":
+            y_next, v_next = y + v * h - 0.5 * g * h * h, v - g * h
+        else:
+            v_next = v - g * h
+            y_next = y + h * v_next
+        if y_next >= 0 or kind == "no_flip":
+            return np.array([y_next, v_next]), h, 1.0
+        return np.array([y_next, -e * v_next]), h, (e if kind == "dv_sign" else -e)
+
+    return fn
 
 
 def _no_restitution(x, h, g, e):
@@ -190,6 +230,22 @@ _S04_4_EX1_CHECKS = (
             "s044_dv_naive": Mistake(S044_DV_NAIVE, _dv_variant("naive")),
             "s044_dv_no_restitution": Mistake(S044_DV_NO_RESTITUTION, _dv_variant("no_restitution")),
             "s044_dv_tstar_fixed": Mistake(S044_DV_TSTAR_FIXED, _dv_variant("tstar_fixed")),
+        },
+    ),
+    Check(
+        "naive_ball_step",
+        _ball_cases,
+        reference=naive_ball_step,
+        outputs=(
+            Output("朴素映射的下一步状态 x_{k+1} = (y, v)", "exact"),
+            Output("朴素映射的 ∂y_{k+1}/∂v_k", "exact"),
+            Output("朴素映射的 ∂v_{k+1}/∂v_k", "exact"),
+        ),
+        mistakes={
+            "s044_naive_no_flip": Mistake(S044_NAIVE_NO_FLIP, _naive_variant("no_flip")),
+            "s044_naive_explicit": Mistake(S044_NAIVE_EXPLICIT, _naive_variant("explicit")),
+            "s044_naive_is_exact": Mistake(S044_NAIVE_IS_EXACT, _naive_variant("exact")),
+            "s044_naive_dv_sign": Mistake(S044_NAIVE_DV_SIGN, _naive_variant("dv_sign")),
         },
     ),
 )
@@ -459,6 +515,14 @@ EXERCISES = (
                 edits={
                     "ball_step_dv_answer": [("dafter_dv = -e * dbefore_dv", "dafter_dv = -dbefore_dv    ")],
                 },
+            ),
+            # the naive map without its flip: a plain semi-implicit step through the ground
+            WrongAnswer(
+                "穿地后什么也不做",
+                edits={
+                    "naive_answer": [("np.array([y_next, -e * v_next]), h, -e", "np.array([y_next, v_next]), h, 1.0")],
+                },
+                keep=("ball_step_answer", "ball_step_dv_answer"),
             ),
         ),
     ),
