@@ -1,17 +1,18 @@
 """Every public function of course_lib works under jit, vmap and (where it is differentiable) grad.
 
-Each case maps one array ``z`` to a pytree of arrays through a public function. The
-test also fails when a new public name is neither covered here nor listed as host-side.
+Each case maps one array ``z`` to a pytree of arrays through a public function, checked by the shared
+harness (tests/transform_checks.py) that the module tests use too. The test also fails when a new
+public name is neither covered here, nor by a module test, nor listed as host-side.
 """
 
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import course_lib as cl
+from transform_checks import check_transforms
 
 P = cl.PendulumParams()
 STEP = cl.rk4(cl.pendulum, 0.05)
@@ -173,7 +174,7 @@ def test_module_tests_exercise_transforms():
     here = Path(__file__).parent
     for filename, names in COVERED_IN_MODULE_TESTS.items():
         text = (here / filename).read_text()
-        assert "jax.jit" in text and "jax.vmap" in text, filename
+        assert "check_transforms(" in text, f"{filename} does not use the shared harness"
         missing = [n for n in names if n not in text]
         assert not missing, f"{filename} never calls {missing}"
 
@@ -189,31 +190,9 @@ def test_every_public_function_is_covered():
 Z = jnp.array([0.3, -0.4, 0.9, 0.2])
 
 
-def _leaves(tree):
-    return [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_jit_vmap_grad(name):
     fn, differentiable = CASES[name]
-    # finite differences amplify the rounding differences of fused (jit) arithmetic
+    # finite differences inside fn amplify the rounding differences of fused (jit) arithmetic
     tol = 1e-12 if differentiable else 1e-8
-    eager = fn(Z)
-    for a, b in zip(_leaves(jax.jit(fn)(Z)), _leaves(eager)):
-        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
-
-    batch = jnp.stack([Z, 0.5 * Z, -Z])
-    batched = jax.vmap(fn)(batch)
-    for i in range(3):
-        for a, b in zip(_leaves(batched), _leaves(fn(batch[i]))):
-            np.testing.assert_allclose(a[i], b, rtol=max(tol, 1e-10), atol=tol)
-
-    if differentiable:
-
-        def scalar(z):
-            return sum(jnp.sum(leaf) for leaf in _leaves(fn(z)) if jnp.issubdtype(leaf.dtype, jnp.floating))
-
-        g = jax.grad(scalar)(Z)
-        v = jnp.array([0.5, -0.2, 0.3, 0.1])
-        fd = (scalar(Z + 1e-6 * v) - scalar(Z - 1e-6 * v)) / 2e-6
-        assert float(cl.relative_error(jnp.dot(g, v), fd)) < 1e-6
+    check_transforms(fn, Z, differentiable=differentiable, rtol=tol, atol=tol)

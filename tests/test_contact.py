@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from transform_checks import check_transforms
 from course_lib import contact as C
 from course_lib import contact_systems as CS
 from course_lib.checks import relative_error
@@ -629,30 +630,6 @@ def test_every_public_function_is_covered():
 Z = jnp.array([0.3, -0.4, 0.9, 0.2])
 
 
-def _float_leaves(tree):
-    leaves = [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
-    return [leaf for leaf in leaves if jnp.issubdtype(leaf.dtype, jnp.floating)]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_jit_vmap_grad(name):
-    """Eager = jit; vmap = a loop over samples; grad = central differences (all transforms jitted once)."""
-    fn = CASES[name]
-    jitted = jax.jit(fn)
-    eager = fn(Z)
-    for a, b in zip(jax.tree_util.tree_leaves(jitted(Z)), jax.tree_util.tree_leaves(eager)):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
-    batch = jnp.stack([Z, 0.5 * Z, -Z])
-    batched = jax.jit(jax.vmap(fn))(batch)
-    for i in range(3):
-        for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(jitted(batch[i]))):
-            np.testing.assert_allclose(a[i], b, rtol=1e-10, atol=1e-12)
-
-    def total(tree):
-        return sum(jnp.sum(leaf) for leaf in _float_leaves(tree))
-
-    g = jax.jit(jax.grad(lambda z: total(fn(z))))(Z)
-    assert bool(jnp.all(jnp.isfinite(g)))
-    v = jnp.array([0.5, -0.2, 0.3, 0.1])
-    fd = (total(jitted(Z + 1e-6 * v)) - total(jitted(Z - 1e-6 * v))) / 2e-6
-    assert float(relative_error(jnp.dot(g, v), fd)) < 1e-6
+    check_transforms(CASES[name], Z)

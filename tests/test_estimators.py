@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course_lib.checks import relative_error
+from transform_checks import check_transforms
 from course_lib.estimators import (
     GradientEstimate,
     adaptive_alpha,
@@ -183,22 +183,7 @@ def test_pytree_theta_keeps_its_structure():
     ids=["fobg", "zobg", "aobg", "adaptive_aobg", "ivw_aobg", "gradient_samples"],
 )
 def test_jit_vmap_grad(fn):
-    eager = fn(THETA, KEY)
-    for a, b in zip(jax.tree_util.tree_leaves(jax.jit(fn)(THETA, KEY)), jax.tree_util.tree_leaves(eager)):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
-    keys = jax.random.split(KEY, 3)
-    batched = jax.vmap(fn, in_axes=(None, 0))(THETA, keys)
-    for i in range(3):
-        for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(fn(THETA, keys[i]))):
-            np.testing.assert_allclose(a[i], b, rtol=1e-10, atol=1e-12)
-
-    def scalar(t):
-        return sum(jnp.sum(leaf) for leaf in jax.tree_util.tree_leaves(fn(t, KEY)) if leaf.dtype.kind == "f")
-
-    g = jax.grad(scalar)(THETA)
-    v = jnp.array([0.5, -0.2, 0.3])
-    fd = (scalar(THETA + 1e-6 * v) - scalar(THETA - 1e-6 * v)) / 2e-6
-    assert float(relative_error(g @ v, fd)) < 1e-6
+    check_transforms(fn, THETA, key=KEY, direction=[0.5, -0.2, 0.3])
 
 
 @pytest.mark.parametrize("sigma", [0.0, -1.0, float("nan")])

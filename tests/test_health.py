@@ -6,6 +6,7 @@ import numpy as np
 import optax
 import pytest
 
+from transform_checks import check_transforms
 from course_lib.health import TrainingHealth, contact_summary, first_nonfinite_record, health_record, stack_records
 
 GRADS = {"w": jnp.array([[3.0, -4.0]]), "b": jnp.array([12.0])}
@@ -94,14 +95,7 @@ def test_jit_vmap_grad():
         rec = health_record({"a": z[0] ** 2, "b": z[1]}, {"g": z * 3.0}, max_penetration=z[2], step_size=z[:2])
         return rec.loss + rec.grad_norm + rec.max_penetration + rec.step_size
 
-    z = jnp.array([0.5, -1.5, 0.2])
-    np.testing.assert_allclose(jax.jit(fn)(z), fn(z), rtol=1e-12)
-    batch = jnp.stack([z, 2 * z])
-    np.testing.assert_allclose(jax.vmap(fn)(batch), jnp.stack([fn(z), fn(2 * z)]), rtol=1e-12)
-    g = jax.grad(fn)(z)
-    v = jnp.array([0.3, 0.1, -0.7])
-    fd = (fn(z + 1e-6 * v) - fn(z - 1e-6 * v)) / 2e-6
-    np.testing.assert_allclose(g @ v, fd, rtol=1e-6)
+    check_transforms(fn, jnp.array([0.5, -1.5, 0.2]), scales=(1.0, 2.0), rtol=1e-12, direction=[0.3, 0.1, -0.7])
 
 
 def test_bad_input_names_the_problem():

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course_lib.checks import relative_error
+from transform_checks import check_transforms
 from course_lib.shac import (
     ShacResult,
     WallParams,
@@ -140,28 +140,10 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_jit_vmap_grad(name):
     fn, differentiable = CASES[name]
-
-    def leaves(tree):
-        return [jnp.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
-
-    jitted = jax.jit(fn)
-    if name != "shac_train":  # its eager run is itself one compiled lax.scan; spare a compilation
-        for a, b in zip(leaves(jitted(X_Z)), leaves(fn(X_Z))):
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
-    batch = jnp.stack([X_Z, 0.9 * X_Z])
-    batched = jax.vmap(fn)(batch)
-    for i in range(2):
-        for a, b in zip(leaves(batched), leaves(jitted(batch[i]))):
-            np.testing.assert_allclose(a[i], b, rtol=1e-9, atol=1e-12)
-    if differentiable:
-
-        def scalar(z):
-            return sum(jnp.sum(leaf) for leaf in leaves(fn(z)))
-
-        g = jax.jit(jax.grad(scalar))(X_Z)
-        v = jnp.array([0.5, -0.2, 0.3, 0.1])
-        fd = (jax.jit(scalar)(X_Z + 1e-6 * v) - jax.jit(scalar)(X_Z - 1e-6 * v)) / 2e-6
-        assert float(relative_error(jnp.dot(g, v), fd)) < 1e-6
+    # shac_train's eager run is itself one compiled lax.scan: spare a compilation
+    check_transforms(
+        fn, X_Z, differentiable=differentiable, scales=(1.0, 0.9), vmap_rtol=1e-9, eager=name != "shac_train"
+    )
 
 
 @pytest.mark.parametrize("h", [0, -3, 2.5])

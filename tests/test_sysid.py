@@ -1,11 +1,10 @@
 """System identification of the friction block: recovery under rich excitation, non-identifiability under poor."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from course_lib.checks import relative_error
+from transform_checks import check_transforms
 from course_lib.integrators import rk4
 from course_lib.rollout import rollout
 from course_lib.systems import FrictionBlockParams, friction_block
@@ -128,26 +127,14 @@ def test_jit_vmap_grad(name):
         "friction_balance_force": (lambda z: friction_balance_force(TRUE._replace(damping=z[0]), z[1]), True),
     }
     fn, differentiable = fns[name]
-    _check_transforms(fn, differentiable, jnp.array([1.3, 0.4]))
-
-
-def _check_transforms(fn, differentiable, z):
-    """jit equals eager; vmap equals the per-item results; grad matches central differences.
-
-    Every reference value comes from the one jitted function, so each case compiles a few
-    times only (eager calls of functions holding ``lax.scan`` compile on every call).
-    """
-    jitted = jax.jit(fn)
-    np.testing.assert_allclose(jitted(z), fn(z), rtol=1e-10, atol=1e-12)
-    batch = jnp.stack([z, 0.8 * z])
-    batched = jax.vmap(fn)(batch)
-    for i in range(2):
-        np.testing.assert_allclose(batched[i], jitted(batch[i]), rtol=1e-10, atol=1e-12)
-    if differentiable:
-        g = jax.jit(jax.grad(lambda z_: jnp.sum(fn(z_))))(z)
-        v = jnp.array([0.6, -0.8])
-        fd = (jnp.sum(jitted(z + 1e-6 * v)) - jnp.sum(jitted(z - 1e-6 * v))) / 2e-6
-        assert float(relative_error(g @ v, fd)) < 1e-5
+    check_transforms(
+        fn,
+        jnp.array([1.3, 0.4]),
+        differentiable=differentiable,
+        scales=(1.0, 0.8),
+        grad_rtol=1e-5,
+        direction=[0.6, -0.8],
+    )
 
 
 def test_bad_input_names_the_problem():
