@@ -150,7 +150,7 @@ def stack_records(records: Sequence[TrainingHealth]) -> TrainingHealth:
 
 
 def first_nonfinite_record(records: TrainingHealth):
-    """Index of the first stacked record whose loss, a loss term, the gradient norm or max |gradient| is NaN/Inf; -1 if none.
+    """Index of the first stacked record whose loss, a loss term, the gradient norm or ``max |gradient|`` is NaN/Inf; -1 if none.
 
     The first broken iteration is where to look for the contact event, the division by zero
     or the solver failure that caused it (S04.8.5); it uses

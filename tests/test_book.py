@@ -155,3 +155,17 @@ def test_downloaded_notebook_runs_from_the_book_folder(built_book):
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "book")}}
     ).execute()
     assert [kinds(cell) for cell in code] == shown
+
+
+@pytest.mark.xdist_group("book")
+def test_api_page_renders_every_public_function(built_book):
+    import inspect
+
+    import course_lib as cl
+
+    html = (built_book / "book" / "api.html").read_text(encoding="utf-8")
+    for name in dir(cl):
+        obj = getattr(cl, name)
+        if not name.startswith("_") and callable(obj) and not inspect.ismodule(obj):
+            assert f'id="course_lib.{name}"' in html, name  # autodoc rendered its docstring
+    assert "参数" in html and "返回" in html  # napoleon turned Args/Returns into field lists
