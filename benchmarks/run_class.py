@@ -38,10 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.ops.classrun import grade_class, phase_lines  # noqa: E402
 from autograder.ops.warm_cache import warm_cache  # noqa: E402
-from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
 from autograder.authoring.reference import WRONG_ANSWERS  # noqa: E402
-from autograder.ops.selftest import solution_sources, make_submission, scratch_course  # noqa: E402
-from autograder.authoring.sources import build_all  # noqa: E402
+from autograder.ops.selftest import make_submission, release_section, scratch_course, solution_sources  # noqa: E402
 
 TARGET_MIN_PER_100 = 10.0
 TARGET_RATIO = 4.0
@@ -49,8 +47,7 @@ MODES = ("plain", "class x2", "class x2 + cache", "dask x2 + cache")
 
 
 def make_class(course: Path, section: str, n_students: int) -> None:
-    build_all(course, sections=[section])
-    nbgrader(["generate_assignment", section, "--force"], course)
+    release_section(section, course)
     sources = sorted((course / "source" / section).glob("*.ipynb"))
     kinds = ["reference", "blank"] + [f"wrong{k}" for k in range(3)]
     for i in range(n_students):

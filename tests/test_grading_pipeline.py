@@ -17,11 +17,9 @@ from autograder.verdict.data import load
 from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
 from autograder.authoring.registry import all_checks
 from autograder.authoring.release_scan import scan_release
-from autograder.authoring.sources import build_all
 from autograder.confine.compile_cache import verified_entries
-from autograder.ops.nbgrader_run import nbgrader
 from autograder.ops.warm_cache import warm_cache
-from autograder.ops.selftest import run_section, scratch_course
+from autograder.ops.selftest import release_section, run_section, scratch_course
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "assignments"
@@ -113,8 +111,7 @@ def test_warm_cache_runs_the_release_and_no_solution(tmp_path):
     assert "### BEGIN SOLUTION\n" in text
     # every solution of the exercise leaves a trace when it runs
     source.write_text(text.replace("### BEGIN SOLUTION\n", f"### BEGIN SOLUTION\n    open({str(marker)!r}, 'w')\n"))
-    build_all(course, sections=[section])
-    nbgrader(["generate_assignment", section, "--force"], course)
+    release_section(section, course)
     log = []
     root = warm_cache(course, [section], log=log.append)
     assert not marker.exists(), "the filling run executed a reference solution"

@@ -84,9 +84,9 @@ def hand_in(section: str, course_dir: Path, wrong_answers: bool = True, released
     ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer student
     (with ``wrong_answers``) only the notebook its answer belongs to. Returns ``{student: [exercise, ...]}``.
     """
+    release = course_dir / "release" / section
     if not released:
         release_section(section, course_dir)
-    release = course_dir / "release" / section
     sources = reference_solutions(course_dir, section)
     students = {"reference": sources, "blank": {}}
     for exercise in sources:
