@@ -1,0 +1,112 @@
+"""Checks on the book's MyST sources that need no build: cross-references and the figure font.
+
+Every heading that carries a seed section number ("## S04.3.5 ...") has a label, and every mention
+of a section number in the prose is a link to it, so a reader can follow "see S04.7" with a click.
+Every character a figure can draw is in the vendored font, so `make book` gives the same Chinese
+figures on any machine (a missing glyph would otherwise surface as a build warning far from here).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from fontTools.ttLib import TTFont
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "book").glob("*.md"))
+HEADING = re.compile(r"^#+ S04\.(\d+(?:\.\d+)*)\b")
+MENTION = re.compile(r"(?<![\w.`<-])S04\.\d+(?:\.\d+)*(?![\w-]|\.\d)")
+# spans in a prose line that are not prose: inline code, math, roles, links, HTML
+NOT_PROSE = re.compile(r"(`+)[^`]*?\1|\$\$.*?\$\$|\$[^$]*\$|\{[a-z:-]+\}`[^`]*`|\[[^\]]*\]\([^)]*\)|<[^>]+>")
+# fences whose body is code or math, not markdown (a {note} or ::: block holds prose)
+CODE_FENCE = re.compile(r"^(\{(code-cell|math|raw|eval-rst)\}.*|[A-Za-z0-9_+-]+)?$")
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def split_page(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(prose lines, code lines) of a MyST page, each as (line number, text)."""
+    prose, code = [], []
+    fence, in_code, front = None, False, False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if number == 1 and stripped == "---":
+            front = True
+            continue
+        if front:
+            front = stripped != "---"
+            continue
+        if fence and stripped.startswith(fence) and not stripped.strip("`~:"):
+            fence, in_code = None, False
+            continue
+        opening = re.match(r"^(`{3,}|~{3,}|:{3,})(.*)$", stripped)
+        if opening and not fence:
+            fence = opening.group(1)
+            in_code = not fence.startswith(":") and bool(CODE_FENCE.match(opening.group(2).strip()))
+            continue
+        (code if in_code else prose).append((number, line))
+    return prose, code
+
+
+def labels() -> set[str]:
+    found = set()
+    for page in PAGES:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if match := HEADING.match(line):
+                found.add("s04-" + match.group(1).replace(".", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_numbered_heading_has_its_label(page):
+    lines = page.read_text(encoding="utf-8").splitlines()
+    missing = []
+    for i, line in enumerate(lines):
+        if match := HEADING.match(line):
+            label = "(s04-" + match.group(1).replace(".", "-") + ")="
+            previous = [candidate for candidate in lines[:i] if candidate.strip()]
+            if not previous or previous[-1].strip() != label:
+                missing.append(f"{page.name}:{i + 1}: {line.strip()} needs {label} on the line above")
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_section_numbers_in_the_prose_are_links(page):
+    prose, _ = split_page(page.read_text(encoding="utf-8"))
+    plain = []
+    for number, line in prose:
+        if HEADING.match(line) or re.fullmatch(r"\(s04[-\w]*\)=", line.strip()):
+            continue
+        for mention in MENTION.finditer(NOT_PROSE.sub(" ", line)):
+            plain.append(f"{page.name}:{number}: {mention.group(0)} -> {{ref}}`{mention.group(0)} <...>`")
+    assert not plain, "plain section numbers, write them as links:\n" + "\n".join(plain)
+
+
+def test_every_link_target_exists():
+    known = labels()
+    dangling = []
+    for page in PAGES:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            for target in re.findall(r"\{ref\}`[^`<]*<(s04-[\w-]+)>`", line):
+                if target not in known:
+                    dangling.append(f"{page.name}:{number}: {target}")
+    assert not dangling, "\n".join(dangling)
+
+
+def test_the_vendored_font_covers_every_character_a_figure_draws():
+    font = ROOT / "book" / "fonts" / "S04SansSC-Regular.otf"
+    cmap = TTFont(font).getBestCmap()
+    missing = {}
+    for page in PAGES:
+        _, code = split_page(page.read_text(encoding="utf-8"))
+        for number, line in code:
+            # a comment is never drawn; anything else in a code cell may end up in a figure
+            drawn = line.split("#", 1)[0] if "#" in line and not re.search(r"[\"'].*#", line) else line
+            for char in CJK.findall(drawn):
+                if ord(char) not in cmap:
+                    missing.setdefault(char, f"{page.name}:{number}")
+    assert not missing, (
+        f"characters not in {font.name}; add them to book/fonts/subset_font.py and regenerate: "
+        + ", ".join(f"{char} ({where})" for char, where in sorted(missing.items()))
+    )
