@@ -169,3 +169,82 @@ def test_api_page_renders_every_public_function(built_book):
         if not name.startswith("_") and callable(obj) and not inspect.ismodule(obj):
             assert f'id="course_lib.{name}"' in html, name  # autodoc rendered its docstring
     assert "参数" in html and "返回" in html  # napoleon turned Args/Returns into field lists
+
+
+# --- numbers in the prose come from the executed outputs (myst-nb glue) ---------------------------
+
+# a measured-looking number: a decimal fraction or scientific notation, optionally signed
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])|(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])")
+
+
+def _printed_numbers(nb) -> set[str]:
+    text = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream":
+                text.append(out.text)
+            elif out.output_type in ("execute_result", "display_data"):
+                text.append(out.get("data", {}).get("text/plain", ""))
+    return set(_NUMBER.findall("\n".join(text)))
+
+
+def _rounds_to(printed: str, quoted: str) -> bool:
+    """``quoted`` is ``printed`` cut or rounded to the digits ``quoted`` shows (1.5812 -> 1.58)."""
+    try:
+        p, q = float(printed), float(quoted)
+    except ValueError:
+        return False
+    if "e" in quoted.lower():
+        mantissa = quoted.lower().split("e")[0]
+        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return p != 0 and f"{p:.{digits}e}" == f"{q:.{digits}e}"
+    digits = len(quoted.split(".")[1])
+    return round(p, digits) == q or quoted == printed[: len(quoted)]
+
+
+@pytest.mark.xdist_group("book")
+def test_the_prose_quotes_no_printed_number_by_hand(built_book):
+    """A number the prose quotes from a computation is a glue reference, so it cannot drift from the output.
+
+    Flagged: a decimal or scientific number in the prose that a cell of the same page prints (to the
+    digits the prose shows) and that is not a literal of the page's code (a setting the text chooses,
+    such as h = 0.05, appears in the code and is fine to type)."""
+    from test_book_sources import split_page
+
+    typed = []
+    for source in sorted((ROOT / "book").glob("*.md")):
+        executed = built_book / "_sources" / "book" / f"{source.stem}.ipynb"
+        if not executed.is_file():
+            continue
+        printed = _printed_numbers(nbformat.read(executed, as_version=4))
+        prose, code = split_page(source.read_text(encoding="utf-8"))
+        literals = set(_NUMBER.findall("\n".join(line for _, line in code)))
+        for number, line in prose:
+            visible = re.sub(r"\{glue:[a-z]*\}`[^`]*`|\{(ref|numref|eq|term|cite[a-z:]*|exercise)\}`[^`]*`", " ", line)
+            for quoted in _NUMBER.findall(visible):
+                if quoted.lstrip("+-") in literals or quoted in literals:
+                    continue
+                if any(_rounds_to(p, quoted.lstrip("+")) for p in printed):
+                    typed.append(f"{source.name}:{number}: {quoted}")
+    assert not typed, "numbers typed into the prose that a cell prints; glue them:\n" + "\n".join(typed)
+
+
+@pytest.mark.xdist_group("book")
+def test_every_exercise_row_downloads_its_student_notebook(built_book):
+    """Each of the 36 exercises is linked from the book, and the link downloads the release version."""
+    from autograder.authoring import sources
+    from autograder.authoring.student_copy import student_notebook
+
+    linked = {}
+    for page in sorted((built_book / "book").glob("*.html")):
+        for href in re.findall(
+            r'class="reference download internal" download="" href="([^"]+\.ipynb)"', page.read_text()
+        ):
+            linked.setdefault(Path(href).stem, (page.parent / href).resolve())
+    exercises = {md.stem: md for md in sources.source_notebooks()}
+    assert set(linked) == set(exercises), set(exercises) ^ set(linked)
+    for exercise, path in linked.items():
+        got = nbformat.read(path, as_version=4)
+        want = student_notebook(exercises[exercise])
+        assert [c.source for c in got.cells] == [c.source for c in want.cells], exercise
+        assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8")

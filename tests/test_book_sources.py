@@ -110,3 +110,36 @@ def test_the_vendored_font_covers_every_character_a_figure_draws():
         f"characters not in {font.name}; add them to book/fonts/subset_font.py and regenerate: "
         + ", ".join(f"{char} ({where})" for char, where in sorted(missing.items()))
     )
+
+
+def _theme_options(repository_url: str | None) -> dict:
+    """html_theme_options as Jupyter Book makes them from _config.yml (with repository.url replaced),
+    after the book's own config-inited hook."""
+    import sys
+    from types import SimpleNamespace
+
+    import yaml
+    from jupyter_book.config import get_final_config
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from course_reader import launch_buttons_need_the_repository
+
+    user = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    if repository_url is not None:
+        user["repository"]["url"] = repository_url
+    sphinx_config, _ = get_final_config(user_yaml=user, cli_config={"latex_individualpages": False}, sourcedir=ROOT)
+    config = SimpleNamespace(html_theme_options=sphinx_config["html_theme_options"])
+    launch_buttons_need_the_repository(None, config)
+    return config.html_theme_options
+
+
+def test_launch_buttons_appear_with_the_repository_url_and_only_then():
+    off = _theme_options(None)["launch_buttons"]
+    assert not any(value for key, value in off.items() if key.endswith("_url")), off
+    on = _theme_options("https://github.com/example-org/s04-course")
+    assert on["repository_url"] == "https://github.com/example-org/s04-course"
+    assert on["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+    assert on["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    # Jupyter Book's own default repository is not this course's
+    default = _theme_options("https://github.com/executablebooks/jupyter-book")["launch_buttons"]
+    assert not default.get("binderhub_url")

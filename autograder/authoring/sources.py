@@ -33,22 +33,26 @@ def _complete(meta: dict, where: str) -> dict:
     return full
 
 
-def build_notebook(md_path: Path) -> Path:
-    """Convert one source ``.md`` into the ``.ipynb`` nbgrader reads; returns its path."""
-    nb = jupytext.read(md_path)
+def complete_metadata(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """``nb`` (read from the source ``name``) with every cell's nbgrader metadata completed, in place."""
     seen = set()
     for i, cell in enumerate(nb.cells):
         meta = cell.metadata.get("nbgrader")
         if meta is None:
             continue
-        cell.metadata["nbgrader"] = _complete(dict(meta), f"{md_path.name} cell {i}")
+        cell.metadata["nbgrader"] = _complete(dict(meta), f"{name} cell {i}")
         gid = cell.metadata["nbgrader"]["grade_id"]
         if gid in seen:
-            raise ValueError(f"{md_path.name}: duplicate grade_id {gid}")
+            raise ValueError(f"{name}: duplicate grade_id {gid}")
         seen.add(gid)
     nb.metadata.pop("jupytext", None)
+    return nb
+
+
+def build_notebook(md_path: Path) -> Path:
+    """Convert one source ``.md`` into the ``.ipynb`` nbgrader reads; returns its path."""
     out = md_path.with_suffix(".ipynb")
-    nbformat.write(nb, out)
+    nbformat.write(complete_metadata(jupytext.read(md_path), md_path.name), out)
     return out
 
 

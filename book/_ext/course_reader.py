@@ -16,6 +16,10 @@
   the builder started (sphinx-thebe's ``const THEBE_JS_URL = ...``, sphinx-togglebutton's
   selector) into every page twice; the second ``const`` declaration is a SyntaxError in the
   browser console of every page.
+* Launch links only with this repository's URL: Binder, JupyterHub and Colab buttons open a page's
+  notebook from the public repository, so they need ``repository.url`` in ``_config.yml``. Without it
+  Jupyter Book falls back to its own repository and the buttons would open someone else's files; the
+  launch services are then switched off (book/run_locally.md documents the setting).
 * ``static/course_reader.css``: small style fixes found by looking at the pages on a phone;
   ``static/course_reader.js``: formulas in search-result snippets are typeset, not raw TeX (the
   search page has no formulas of its own, so Sphinx would not load MathJax there).
@@ -143,6 +147,20 @@ def _mathjax_on_search_page(app, pagename, templatename, context, doctree):
         app.registry.html_assets_policy = policy
 
 
+# Jupyter Book's default repository.url: a book without its own URL would link readers there
+JUPYTER_BOOK_REPOSITORY = "https://github.com/executablebooks/jupyter-book"
+
+
+def launch_buttons_need_the_repository(app, config):
+    """Drop the launch services unless ``repository.url`` names this course's own public repository."""
+    options = config.html_theme_options
+    url = str(options.get("repository_url") or "").strip().rstrip("/")
+    if url and url != JUPYTER_BOOK_REPOSITORY:
+        return
+    launch = dict(options.get("launch_buttons") or {})
+    options["launch_buttons"] = {key: value for key, value in launch.items() if not key.endswith("_url")}
+
+
 def _add_static(app):
     app.config.html_static_path.append(str(STATIC))
 
@@ -153,6 +171,7 @@ def setup(app):
     app.add_js_file("course_reader.js")
     app.add_search_language(CourseChinese)
     app.connect("config-inited", _check_jieba)
+    app.connect("config-inited", launch_buttons_need_the_repository)
     # sphinx-book-theme builds its download menu at priority 501 and reads ``ipynb_source``.
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _mathjax_on_search_page, priority=600)

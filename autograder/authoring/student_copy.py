@@ -1,0 +1,59 @@
+"""The student version of one exercise notebook, made in memory, for the book's download links.
+
+``nbgrader generate_assignment`` makes the release a class works on; it needs the course folder and its
+gradebook, and takes about ten seconds per section. The book links every exercise to its student
+notebook and must build in minutes, so this module applies the same nbgrader preprocessors, in the same
+order, with the course's own ``nbgrader_config.py`` (the solution stubs), to the notebook built from the
+source: everything except ``SaveCells``, the step that writes the gradebook. The result is the
+notebook ``generate_assignment`` releases (``tests/test_student_copy.py`` compares the two), and
+:func:`autograder.authoring.release_scan.scan_release` checks it like any release.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import jupytext
+import nbformat
+from nbgrader.preprocessors import (
+    CheckCellMetadata,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ClearSolutions,
+    ComputeChecksums,
+    LockCells,
+)
+from traitlets.config.loader import PyFileConfigLoader
+
+from autograder.authoring.sources import COURSE_DIR, complete_metadata
+
+# nbgrader's GenerateAssignment.preprocessors, less IncludeHeaderFooter and InstantiateTests (the course
+# configures neither a header nor autotests) and SaveCells (the gradebook).
+_RELEASE_STEPS = (
+    LockCells,
+    ClearSolutions,
+    ClearOutput,
+    CheckCellMetadata,
+    ComputeChecksums,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ComputeChecksums,
+    CheckCellMetadata,
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _course_config(course_dir: Path):
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+
+
+def student_notebook(md_path: Path, course_dir: Path = COURSE_DIR) -> nbformat.NotebookNode:
+    """The release version of the exercise whose source is ``md_path``: no solutions, no hidden checks."""
+    nb = complete_metadata(jupytext.read(md_path), md_path.name)
+    config = _course_config(Path(course_dir))
+    resources = {"nbgrader": {"notebook": md_path.stem, "assignment": md_path.parent.name}}
+    for step in _RELEASE_STEPS:
+        nb, resources = step(config=config).preprocess(nb, resources)
+    return nb
