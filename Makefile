@@ -8,11 +8,13 @@ STAMP  := $(VENV)/.installed
 RUN    := PATH="$(CURDIR)/$(BIN):$$PATH"
 JOBS   ?= 2
 
-.PHONY: help venv book lint test test-fast bench bench-gpu lock clean
+.PHONY: help venv book pdf lint test test-fast test-pdf bench bench-gpu lock clean
 
 help:
 	@echo "make book      build the executable book into _build/html"
 	@echo "make test      lint, then run the whole test suite (CI calls this)"
+	@echo "make pdf       build the PDF edition into _build/latex/s04-diffsim.pdf (installs TeX from Debian if missing)"
+	@echo "make test-pdf  make pdf, then check its text, figures and glyphs"
 	@echo "make lint      ruff: lint and format check (ruff format . fixes the formatting)"
 	@echo "make test-fast library and unit tests only: no nbgrader, book, browser or slow tests (minutes)"
 	@echo "make bench     run the CPU benchmarks and print their table"
@@ -32,15 +34,24 @@ $(STAMP): requirements.lock pyproject.toml
 book: $(STAMP)
 	$(RUN) $(BIN)/jupyter-book build . --warningiserror --keep-going
 
+# Jupyter Book's LaTeX builder with xelatex + ctex (_config.yml, latex: and latex_elements); the notebooks'
+# outputs come from the same execution cache as `make book`.
+pdf: $(STAMP)
+	bash book/pdf/install_tex.sh
+	$(RUN) $(BIN)/jupyter-book build . --builder pdflatex --warningiserror --keep-going
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 test: lint
-	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not pdf"
+
+test-pdf: pdf
+	$(RUN) $(BIN)/python -m pytest -m pdf -n 0
 
 test-fast: $(STAMP)
-	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not (nbgrader or book or browser or slow)"
+	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not (nbgrader or book or browser or slow or pdf)"
 
 bench: $(STAMP)
 	$(RUN) $(BIN)/python benchmarks/run.py

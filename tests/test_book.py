@@ -144,8 +144,12 @@ def test_downloaded_notebook_runs_from_the_book_folder(built_book):
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert any("from diagrams import" in cell.source for cell in code)
 
+    def glue_record(output):  # myst-nb's glue(): a value for the prose, not shown in the cell
+        data = output.get("data", {})
+        return bool(data) and all(key.startswith("application/papermill.record/") for key in data)
+
     def kinds(cell):  # how a stream is chunked depends on flush timing: count a run of stream output once
-        out = [o.output_type for o in cell.outputs]
+        out = [o.output_type for o in cell.outputs if not glue_record(o)]
         return [k for i, k in enumerate(out) if k != "stream" or i == 0 or out[i - 1] != "stream"]
 
     shown = [kinds(cell) for cell in code]
@@ -218,11 +222,16 @@ def test_the_prose_quotes_no_printed_number_by_hand(built_book):
             continue
         printed = _printed_numbers(nbformat.read(executed, as_version=4))
         prose, code = split_page(source.read_text(encoding="utf-8"))
-        literals = set(_NUMBER.findall("\n".join(line for _, line in code)))
+        # every number literal of the code, by value (the prose's 0.02 is the code's 2e-2)
+        literals = {
+            abs(float(n))
+            for n in re.findall(r"(?<![\w.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "\n".join(line for _, line in code))
+        }
         for number, line in prose:
+            line = re.sub(r"(\d+(?:\.\d+)?)\s*\\times\s*10\^\{?([-+]?\d+)\}?", r"\1e\2", line)  # 1.2\times10^{-7}
             visible = re.sub(r"\{glue:[a-z]*\}`[^`]*`|\{(ref|numref|eq|term|cite[a-z:]*|exercise)\}`[^`]*`", " ", line)
             for quoted in _NUMBER.findall(visible):
-                if quoted.lstrip("+-") in literals or quoted in literals:
+                if abs(float(quoted)) in literals:
                     continue
                 if any(_rounds_to(p, quoted.lstrip("+")) for p in printed):
                     typed.append(f"{source.name}:{number}: {quoted}")
@@ -248,3 +257,48 @@ def test_every_exercise_row_downloads_its_student_notebook(built_book):
         want = student_notebook(exercises[exercise])
         assert [c.source for c in got.cells] == [c.source for c in want.cells], exercise
         assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8")
+
+
+class _FigureCollector(HTMLParser):
+    """Every executed plot (a PNG in a cell's output) with the caption of the figure around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.plots, self._figures, self._caption = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "figure":
+            self._figures.append({"id": attrs.get("id"), "caption": ""})
+        elif tag == "figcaption" and self._figures:
+            self._caption = self._figures[-1]
+        elif tag == "img" and (attrs.get("src") or "").endswith(".png") and "/_images/" in attrs.get("src", ""):
+            self.plots.append(self._figures[-1] if self._figures else None)
+
+    def handle_endtag(self, tag):
+        if tag == "figure" and self._figures:
+            self._figures.pop()
+        elif tag == "figcaption":
+            self._caption = None
+
+    def handle_data(self, data):
+        if self._caption is not None:
+            self._caption["caption"] += data
+
+
+@pytest.mark.xdist_group("book")
+def test_every_plot_is_a_numbered_figure_with_a_chinese_caption(built_book):
+    problems, count = [], 0
+    for page in sorted((built_book / "book").glob("*.html")):
+        collector = _FigureCollector()
+        collector.feed(page.read_text(encoding="utf-8"))
+        for n, figure in enumerate(collector.plots, start=1):
+            count += 1
+            if figure is None:
+                problems.append(f"{page.name}: plot {n} is not in a figure (give its cell mystnb.figure)")
+            elif not re.match(r"\s*图\s*\d+", figure["caption"]) or not re.search(
+                r"[\u4e00-\u9fff]{4}", figure["caption"]
+            ):
+                problems.append(f"{page.name}: plot {n} caption {figure['caption'][:40]!r} is not numbered Chinese")
+    assert count >= 20, count  # the book's plots are all found
+    assert not problems, "\n".join(problems)

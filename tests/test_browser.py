@@ -417,7 +417,8 @@ def test_page_offers_its_notebook_for_download(browser, site, tmp_path):
             link.click()
         target = tmp_path / "s04_3.ipynb"
         download_info.value.save_as(target)
-        code_on_page = page.locator("div.cell .cell_input pre").first.inner_text()
+        # text_content: the setup cell is collapsed behind its toggle (hide-input), so not visible text
+        code_on_page = page.locator("div.cell .cell_input pre").first.text_content()
         problems = list(reader.problems)
     finally:
         reader.close()
