@@ -13,7 +13,7 @@ JOBS   ?= 2
 help:
 	@echo "make book      build the executable book into _build/html"
 	@echo "make test      lint, then run the whole test suite (CI calls this)"
-	@echo "make lint      ruff: lint and format check (ruff format . fixes the formatting)"
+	@echo "make lint      ruff (lint and format check; ruff format . fixes the formatting) and basedpyright (types)"
 	@echo "make test-fast library and unit tests only: no nbgrader, book, browser or slow tests (minutes)"
 	@echo "make bench     run the CPU benchmarks and print their table"
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
@@ -35,6 +35,7 @@ book: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/basedpyright
 
 test: lint
 	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
