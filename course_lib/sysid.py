@@ -27,7 +27,7 @@ condition number independent of the parameters' units.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -38,9 +38,7 @@ from course_lib._types import Array, ArrayLike, Controls, Float, Int, Params, Sc
 from course_lib._validate import check_finite, is_concrete
 from course_lib.rollout import rollout
 from course_lib.sensitivity import parameter_sensitivities
-
-if TYPE_CHECKING:
-    from course_lib.systems import FrictionBlockParams
+from course_lib.systems import FrictionBlockParams
 
 #: State weights of :func:`sysid_loss`: ``None``, ``(nx,)`` or ``(N+1, nx)`` (a tuple of floats works too).
 Weights = Float[ArrayLike, " nx"] | Float[ArrayLike, "N+1 nx"] | Sequence[float] | None
