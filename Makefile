@@ -35,7 +35,7 @@ book: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/basedpyright
+	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
 test: lint
 	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
