@@ -15,7 +15,7 @@ help:
 	@echo "make test      lint, then run the whole test suite (CI calls this)"
 	@echo "make pdf       build the PDF edition into _build/latex/s04-diffsim.pdf (installs TeX from Debian if missing)"
 	@echo "make test-pdf  make pdf, then check its text, figures and glyphs"
-	@echo "make lint      ruff: lint and format check (ruff format . fixes the formatting)"
+	@echo "make lint      ruff (lint and format check; ruff format . fixes the formatting) and basedpyright (types)"
 	@echo "make test-fast library and unit tests only: no nbgrader, book, browser or slow tests (minutes)"
 	@echo "make bench     run the CPU benchmarks and print their table"
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
@@ -43,6 +43,7 @@ pdf: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
 test: lint
 	$(RUN) $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not pdf"

@@ -8,6 +8,7 @@ concrete inputs and are skipped (silently, by design) inside ``jit``/``vmap``.
 from __future__ import annotations
 
 import jax
+import jax.core  # jax imports it too, then deletes the name; importing it here lets the checker see jax.core
 import jax.numpy as jnp
 import numpy as np
 

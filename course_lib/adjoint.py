@@ -20,6 +20,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from course_lib._types import (
+    Array,
+    Controls,
+    Float,
+    Params,
+    PyTree,
+    Scalar,
+    ScalarLike,
+    StageCost,
+    State,
+    States,
+    Step,
+    TerminalCost,
+)
 from course_lib._validate import check_finite
 
 
@@ -34,14 +48,16 @@ class AdjointResult(NamedTuple):
         grad_p: :math:`dL/dp`, same pytree structure as ``p``.
     """
 
-    loss: jax.Array
-    xs: jax.Array
-    lambdas: jax.Array
-    grad_us: jax.Array
-    grad_p: object
+    loss: Scalar
+    xs: States
+    lambdas: Float[Array, "N+1 nx"]
+    grad_us: Float[Array, "N nu"]
+    grad_p: PyTree
 
 
-def forward_pass(step, stage_cost, terminal_cost, x0, us, p):
+def forward_pass(
+    step: Step, stage_cost: StageCost, terminal_cost: TerminalCost, x0: State, us: Controls, p: Params
+) -> tuple[Scalar, States]:
     """Roll out and accumulate the cost; returns ``(loss, xs)`` with ``xs`` of shape ``(N+1, nx)``."""
 
     def body(carry, u):
@@ -52,7 +68,15 @@ def forward_pass(step, stage_cost, terminal_cost, x0, us, p):
     return total + terminal_cost(x_last, p), jnp.concatenate([xs, x_last[None]], axis=0)
 
 
-def backward_pass(step, stage_cost, terminal_cost, xs, us, p, scale=1.0):
+def backward_pass(
+    step: Step,
+    stage_cost: StageCost,
+    terminal_cost: TerminalCost,
+    xs: States,
+    us: Controls,
+    p: Params,
+    scale: ScalarLike = 1.0,
+) -> tuple[Float[Array, "N+1 nx"], Float[Array, "N nu"], PyTree]:
     """Run the adjoint recursion on a stored trajectory ``xs``.
 
     ``scale`` multiplies every adjoint (it is the incoming cotangent when this pass
@@ -77,7 +101,9 @@ def backward_pass(step, stage_cost, terminal_cost, xs, us, p, scale=1.0):
     return jnp.concatenate([lams, lam_n[None]], axis=0), grad_us, grad_p
 
 
-def adjoint_gradients(step, x0, us, p, stage_cost, terminal_cost) -> AdjointResult:
+def adjoint_gradients(
+    step: Step, x0: State, us: Controls, p: Params, stage_cost: StageCost, terminal_cost: TerminalCost
+) -> AdjointResult:
     """Loss and all its gradients by one forward and one adjoint sweep (S04.7.2).
 
     Args:

@@ -13,18 +13,22 @@ receive must be traceable.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from jax.typing import DTypeLike
+
+from course_lib._types import Array, ArrayLike, Bool, Float, Int, LossFn, PyTree, Scalar
+
 #: The chapter's ε sweep (S04.8.2), extended by one decade on each side.
 DEFAULT_EPS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 
 
-def relative_error(a, f):
+def relative_error(a: Float[ArrayLike, "*shape"], f: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """``|a - f| / max(1, |a|, |f|)``, elementwise."""
     a, f = jnp.asarray(a), jnp.asarray(f)
     return jnp.abs(a - f) / jnp.maximum(1.0, jnp.maximum(jnp.abs(a), jnp.abs(f)))
@@ -46,25 +50,32 @@ class DirectionalCheck(NamedTuple):
         direction: unit direction ``v`` (flattened), ``(n,)``.
     """
 
-    eps: jax.Array
-    ad: jax.Array
-    fd: jax.Array
-    rel_error: jax.Array
-    direction: jax.Array
+    eps: Float[Array, " m"]
+    ad: Scalar
+    fd: Float[Array, " m"]
+    rel_error: Float[Array, " m"]
+    direction: Float[Array, " n"]
 
-    def rows(self):
+    def rows(self) -> list[tuple[float, float, float, float]]:
         """Host-side list of ``(eps, ad, fd, rel_error)`` float tuples, one per ε (for tables)."""
         return [(float(e), float(self.ad), float(d), float(r)) for e, d, r in zip(self.eps, self.fd, self.rel_error)]
 
 
-def random_direction(theta, seed: int = 0):
+def random_direction(theta: PyTree, seed: int = 0) -> Float[Array, " n"]:
     """A unit random direction with the flattened size of ``theta`` (Gaussian, fixed seed)."""
     flat, _ = ravel_pytree(theta)
     v = jax.random.normal(jax.random.PRNGKey(seed), flat.shape, flat.dtype)
     return v / jnp.linalg.norm(v)
 
 
-def directional_check(loss_fn, theta, grad, eps_list=DEFAULT_EPS, direction=None, seed: int = 0) -> DirectionalCheck:
+def directional_check(
+    loss_fn: LossFn,
+    theta: PyTree,
+    grad: PyTree,
+    eps_list: Sequence[float] | Float[ArrayLike, " m"] = DEFAULT_EPS,
+    direction: PyTree | None = None,
+    seed: int = 0,
+) -> DirectionalCheck:
     """Compare the AD directional derivative with central differences for each ε (S04.8.3).
 
     Args:
@@ -85,7 +96,7 @@ def directional_check(loss_fn, theta, grad, eps_list=DEFAULT_EPS, direction=None
     return DirectionalCheck(eps, ad, fd, relative_error(ad, fd), v)
 
 
-def default_tolerance(dtype) -> float:
+def default_tolerance(dtype: DTypeLike) -> float:
     """Plateau threshold: ``100 * sqrt(machine epsilon)`` (1.5e-6 in float64, 3.5e-2 in float32)."""
     return float(100 * np.sqrt(np.finfo(dtype).eps))
 
@@ -100,11 +111,11 @@ class Plateau(NamedTuple):
         best_error: that smallest relative error.
     """
 
-    found: jax.Array
-    start: jax.Array
-    stop: jax.Array
-    best_eps: jax.Array
-    best_error: jax.Array
+    found: Bool[Array, ""]
+    start: Int[Array, ""]
+    stop: Int[Array, ""]
+    best_eps: Scalar
+    best_error: Scalar
 
 
 def find_plateau(check: DirectionalCheck, tol: Optional[float] = None) -> Plateau:
@@ -124,7 +135,7 @@ def find_plateau(check: DirectionalCheck, tol: Optional[float] = None) -> Platea
         return (run, jnp.where(better, run, best_len), jnp.where(better, i, best_stop)), None
 
     (_, best_len, best_stop), _ = jax.lax.scan(body, (0, 0, -1), jnp.arange(ok.shape[0]))
-    found = best_len > 0
+    found = jnp.asarray(best_len > 0)  # an Array already (the carry is traced); asarray tells the checker
     i_best = jnp.argmin(check.rel_error)
     return Plateau(
         found,
@@ -138,12 +149,12 @@ def find_plateau(check: DirectionalCheck, tol: Optional[float] = None) -> Platea
 class CoordinateCheck(NamedTuple):
     """Per-coordinate central differences: ``fd`` and ``rel_error`` have the flattened size of ``theta``."""
 
-    fd: jax.Array
-    rel_error: jax.Array
-    max_rel_error: jax.Array
+    fd: Float[Array, " n"]
+    rel_error: Float[Array, " n"]
+    max_rel_error: Scalar
 
 
-def coordinate_check(loss_fn, theta, grad, eps: float = 1e-6) -> CoordinateCheck:
+def coordinate_check(loss_fn: LossFn, theta: PyTree, grad: PyTree, eps: float = 1e-6) -> CoordinateCheck:
     """Central differences along every coordinate (``2n`` loss evaluations; small problems only)."""
     flat, loss = _flat_loss(loss_fn, theta)
     basis = jnp.eye(flat.shape[0], dtype=flat.dtype)
@@ -155,12 +166,14 @@ def coordinate_check(loss_fn, theta, grad, eps: float = 1e-6) -> CoordinateCheck
 class JacobianCheck(NamedTuple):
     """AD and central-difference Jacobians ``(m, n)`` of a vector function, and their worst relative error."""
 
-    ad: jax.Array
-    fd: jax.Array
-    max_rel_error: jax.Array
+    ad: Float[Array, "m n"]
+    fd: Float[Array, "m n"]
+    max_rel_error: Scalar
 
 
-def jacobian_check(fn, x, eps: float = 1e-6) -> JacobianCheck:
+def jacobian_check(
+    fn: Callable[[Float[Array, " n"]], Float[Array, " m"]], x: Float[Array, " n"], eps: float = 1e-6
+) -> JacobianCheck:
     """Check ``jax.jacrev(fn)(x)`` column by column with central differences (``x``: ``(n,)``)."""
     ad = jax.jacrev(fn)(x)
     basis = jnp.eye(x.shape[0], dtype=x.dtype)

@@ -51,12 +51,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from course_lib._types import Array, ArrayLike, ContactLaw, Float, Int, ScalarLike
 from course_lib._validate import check_positive_step, is_concrete, lookup
 
 #: Projected Gauss–Seidel sweeps used by :func:`solve_contact` unless told otherwise.
 DEFAULT_CONTACT_ITERATIONS = 50
 #: Diagonal regularisation of the Delassus matrix, relative to its mean diagonal (see :func:`solve_contact`).
 DEFAULT_REGULARIZATION = 1e-6
+
+#: A gap or gap rate of the force laws: any shape (elementwise), a NumPy or JAX array or a float.
+Gap = Float[Array, "*shape"] | Float[np.ndarray, "*shape"] | float
 
 
 # --- input checks ---------------------------------------------------------------------------
@@ -86,7 +90,7 @@ def _check_restitution(value, owner: str) -> None:
 # --- smooth building blocks -----------------------------------------------------------------
 
 
-def softplus(z, beta):
+def softplus(z: Float[ArrayLike, "*shape"], beta: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     r"""Softplus with sharpness :math:`\beta`: :math:`\mathrm{sp}_\beta(z) = \log(1 + e^{\beta z})/\beta` (S04.5.1).
 
     Computed stably as ``jax.nn.softplus(beta * z) / beta``; it tends to :math:`\max(0, z)` as
@@ -104,7 +108,7 @@ def softplus(z, beta):
     return jax.nn.softplus(beta * z) / beta
 
 
-def heaviside_step(z):
+def heaviside_step(z: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     r"""Hard switch :math:`H(z) = 1` for :math:`z \ge 0`, else 0 (S04.4.3).
 
     Its derivative is 0 wherever it exists: AD through it returns 0, which is the point the
@@ -120,7 +124,7 @@ def heaviside_step(z):
     return jnp.where(z >= 0, 1.0, 0.0).astype(jnp.result_type(z, float))
 
 
-def sigmoid_step(z, alpha):
+def sigmoid_step(z: Float[ArrayLike, "*shape"], alpha: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     r"""Sigmoid-smoothed Heaviside :math:`\sigma(\alpha z) = 1/(1+e^{-\alpha z})` (S04.4.6).
 
     Its derivative :math:`\alpha\,\sigma(1-\sigma)` is a bump of height :math:`\alpha/4` and width
@@ -173,7 +177,7 @@ def _smooth_clip(x, lower, upper, c):
     return lower + _smooth_relu(x - lower, c) - _smooth_relu(x - upper, c)
 
 
-def relaxed_complementarity(q, kappa):
+def relaxed_complementarity(q: Float[ArrayLike, "*shape"], kappa: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     r"""Solution of the relaxed scalar LCP :math:`y\ge0,\ y+q\ge0,\ y(y+q)=\kappa` (S04.5.5).
 
     .. math::
@@ -209,7 +213,7 @@ def _gated_rate(phi, phi_dot):
     return jnp.where(phi < 0, -phi_dot, jnp.zeros_like(phi_dot))
 
 
-def penalty_force(phi, phi_dot, stiffness, damping):
+def penalty_force(phi: Gap, phi_dot: Gap, stiffness: ScalarLike, damping: ScalarLike) -> Float[Array, "*shape"]:
     r"""Penalty spring–damper normal force (S04.5.1).
 
     .. math::
@@ -234,7 +238,13 @@ def penalty_force(phi, phi_dot, stiffness, damping):
     return jnp.maximum(0.0, stiffness * d + damping * _gated_rate(phi, phi_dot))
 
 
-def softplus_clamp_force(phi, phi_dot, stiffness, damping, beta):
+def softplus_clamp_force(
+    phi: Gap,
+    phi_dot: Gap,
+    stiffness: ScalarLike,
+    damping: ScalarLike,
+    beta: ScalarLike,
+) -> Float[Array, "*shape"]:
     r"""Penalty force with the *outer clamp* smoothed, the penetration left hard (S04.5.1).
 
     .. math:: d = \max(0, -\phi),\qquad \lambda_n = \mathrm{sp}_\beta(k d + c\dot d)
@@ -259,7 +269,13 @@ def softplus_clamp_force(phi, phi_dot, stiffness, damping, beta):
     return jax.nn.softplus(beta * (stiffness * d + damping * _gated_rate(phi, phi_dot))) / beta
 
 
-def softplus_penetration_force(phi, phi_dot, stiffness, damping, beta):
+def softplus_penetration_force(
+    phi: Gap,
+    phi_dot: Gap,
+    stiffness: ScalarLike,
+    damping: ScalarLike,
+    beta: ScalarLike,
+) -> Float[Array, "*shape"]:
     r"""Penalty force with the *penetration* smoothed, the outer clamp left hard (S04.5.1).
 
     .. math::
@@ -288,7 +304,14 @@ def softplus_penetration_force(phi, phi_dot, stiffness, damping, beta):
     return jnp.maximum(0.0, stiffness * d + damping * d_dot)
 
 
-def smooth_contact_force(phi, phi_dot, stiffness, damping, force_beta, gap_beta):
+def smooth_contact_force(
+    phi: Gap,
+    phi_dot: Gap,
+    stiffness: ScalarLike,
+    damping: ScalarLike,
+    force_beta: ScalarLike,
+    gap_beta: ScalarLike,
+) -> Float[Array, "*shape"]:
     r"""Penalty force with *both* boundaries smoothed: :math:`C^\infty` in :math:`(\phi, \dot\phi)` (S04.5.1).
 
     .. math::
@@ -360,7 +383,7 @@ CONTACT_LAWS = {
 }
 
 
-def get_contact_law(name: str):
+def get_contact_law(name: str) -> ContactLaw:
     """Return the law ``law(phi, phi_dot, params)`` called ``name`` (clear ``KeyError`` listing the valid names)."""
     return lookup(CONTACT_LAWS, name, "contact law")
 
@@ -383,12 +406,12 @@ class ContactSolution(NamedTuple):
         mode: ``int32``; 0 separating, 1 sticking, 2 sliding (S04.4.5's contact log).
     """
 
-    normal: jax.Array
-    tangent: jax.Array
-    normal_velocity: jax.Array
-    tangent_velocity: jax.Array
-    residual: jax.Array
-    mode: jax.Array
+    normal: Float[Array, " nc"]
+    tangent: Float[Array, " nc"]
+    normal_velocity: Float[Array, " nc"]
+    tangent_velocity: Float[Array, " nc"]
+    residual: Float[Array, " nc"]
+    mode: Int[Array, " nc"]
 
 
 def _regularized(W, regularization: float):
@@ -459,10 +482,10 @@ CONTACT_GRADIENTS = {"implicit": _solve_ift, "unrolled": _solve_unrolled}
 
 
 def solve_contact(
-    W,
-    w0,
-    mu,
-    kappa=0.0,
+    W: Float[ArrayLike, "2*nc 2*nc"],
+    w0: Float[ArrayLike, " 2*nc"],
+    mu: Float[ArrayLike, " nc"] | float,
+    kappa: ScalarLike = 0.0,
     *,
     iterations: int = DEFAULT_CONTACT_ITERATIONS,
     regularization: float = DEFAULT_REGULARIZATION,
@@ -563,21 +586,21 @@ def _solve_and_report(W, w0, mu, kappa, iterations: int, regularization: float, 
 
 
 def complementarity_step(
-    v,
-    M,
-    f,
-    Jn,
-    Jt,
-    phi,
-    mu,
-    h,
-    kappa=0.0,
+    v: Float[ArrayLike, " n"],
+    M: Float[ArrayLike, "n n"],
+    f: Float[ArrayLike, " n"],
+    Jn: Float[ArrayLike, "nc n"],
+    Jt: Float[ArrayLike, "nc n"],
+    phi: Float[ArrayLike, " nc"],
+    mu: Float[ArrayLike, " nc"],
+    h: ScalarLike,
+    kappa: ScalarLike = 0.0,
     *,
     gap_factor: float = 1.0,
     iterations: int = DEFAULT_CONTACT_ITERATIONS,
     regularization: float = DEFAULT_REGULARIZATION,
     gradient: str = "implicit",
-):
+) -> tuple[Float[Array, " n"], ContactSolution]:
     r"""Velocity-level time step with hard contact (Stewart–Trinkle / Anitescu style, S04.5.3).
 
     .. math::
@@ -647,7 +670,9 @@ def _complementarity_step(v, M, f, Jn, Jt, phi, mu, h, kappa, gap_factor, iterat
 IMPACT_MODES = ("flight", "impact", "rest")
 
 
-def impact_step(x, h, gravity, restitution):
+def impact_step(
+    x: Float[Array, "2"], h: ScalarLike, gravity: ScalarLike, restitution: ScalarLike
+) -> tuple[Float[Array, "2"], Int[Array, ""]]:
     r"""Exact step of a 1-D ball over a hard ground, the impact located inside the step (S04.4.1).
 
     Free flight :math:`y(t) = y + vt - \tfrac12 a t^2` (:math:`a` = ``gravity``, the downward
@@ -711,7 +736,9 @@ def impact_step(x, h, gravity, restitution):
     return jnp.stack([y_next, v_next]), mode
 
 
-def naive_impact_step(x, h, gravity, restitution):
+def naive_impact_step(
+    x: Float[Array, "2"], h: ScalarLike, gravity: ScalarLike, restitution: ScalarLike
+) -> tuple[Float[Array, "2"], Int[Array, ""]]:
     r"""The "step, then flip the velocity" ball, for comparison only (S04.4.1, exercise 1).
 
     .. math::

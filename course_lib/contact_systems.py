@@ -22,6 +22,20 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from course_lib._types import (
+    Array,
+    Control,
+    Controls,
+    Dynamics,
+    Float,
+    Int,
+    Params,
+    Scalar,
+    ScalarLike,
+    State,
+    States,
+    Step,
+)
 from course_lib._validate import check_positive_step, check_vector, lookup
 from course_lib.contact import (
     DEFAULT_CONTACT_ITERATIONS,
@@ -40,6 +54,10 @@ from course_lib.integrators import make_integrator
 CONTACT_MODES = ("separating", "sticking", "sliding")
 
 
+#: A step that also reports its contacts: ``step(x, u, p) -> (x_next, ContactRecord)``.
+RecordingStep = Callable[[State, Control, Params], "tuple[State, ContactRecord]"]
+
+
 class ContactRecord(NamedTuple):
     r"""Contact log of one step for ``nc`` contacts; every field has shape ``(nc,)`` (S04.4.5).
 
@@ -55,11 +73,11 @@ class ContactRecord(NamedTuple):
             or the force-at-a-distance of a smoothed law, zero only for hard contact.
     """
 
-    mode: jax.Array
-    penetration: jax.Array
-    normal_force: jax.Array
-    tangential_force: jax.Array
-    residual: jax.Array
+    mode: Int[Array, "*N nc"]
+    penetration: Float[Array, "*N nc"]
+    normal_force: Float[Array, "*N nc"]
+    tangential_force: Float[Array, "*N nc"]
+    residual: Float[Array, "*N nc"]
 
 
 def _finish(step_with_record, with_record: bool):
@@ -85,7 +103,9 @@ def _hard_record(sol: ContactSolution, phi, h):
     return ContactRecord(sol.mode, jnp.maximum(0.0, -phi), sol.normal / h, sol.tangent / h, sol.residual)
 
 
-def rollout_with_record(step_with_record, x0, us, p):
+def rollout_with_record(
+    step_with_record: RecordingStep, x0: State, us: Controls, p: Params
+) -> tuple[States, ContactRecord]:
     """Scan a recording step: states ``(N+1, nx)`` and a :class:`ContactRecord` whose fields have shape ``(N, nc)``."""
     if jnp.ndim(x0) != 1 or jnp.ndim(us) != 2:
         raise ValueError(
@@ -111,7 +131,7 @@ class HardBallParams(NamedTuple):
     restitution: float = 0.8
 
 
-def hard_ball_step(h, *, with_record: bool = False):
+def hard_ball_step(h: ScalarLike, *, with_record: bool = False) -> Step | RecordingStep:
     r"""Step factory of the 1-D ball on a hard ground, impact located inside the step (S04.4.1).
 
     State ``x = (y, v)`` (height, upward velocity), input ``u = (F,)`` an upward force held over
@@ -153,7 +173,7 @@ def _ball_energy(x, p):
     return p.mass * p.gravity * x[0] + 0.5 * p.mass * x[1] ** 2
 
 
-def hard_ball_energy(x, p: HardBallParams):
+def hard_ball_energy(x: Float[Array, "2"], p: HardBallParams) -> Scalar:
     r""":math:`m g y + \tfrac12 m v^2`."""
     return _ball_energy(x, p)
 
@@ -169,7 +189,7 @@ class SoftBallParams(NamedTuple):
     contact: ContactParams = ContactParams()
 
 
-def soft_ball(law: str = "penalty"):
+def soft_ball(law: str = "penalty") -> Dynamics:
     r"""Dynamics ``f(x, u, p)`` of the 1-D ball on a soft ground (S04.5.1).
 
     .. math:: \dot y = v,\qquad m\dot v = -mg + \lambda_n(\phi = y,\ \dot\phi = v) + F
@@ -193,7 +213,9 @@ def soft_ball(law: str = "penalty"):
     return f
 
 
-def soft_ball_step(h, law: str = "penalty", integrator: str = "semi_implicit_euler", *, with_record: bool = False):
+def soft_ball_step(
+    h: ScalarLike, law: str = "penalty", integrator: str = "semi_implicit_euler", *, with_record: bool = False
+) -> Step | RecordingStep:
     """Step factory: :func:`soft_ball` integrated with ``integrator`` (any name of ``INTEGRATORS``).
 
     The record is evaluated at the state at the start of the step (the force explicit Euler and
@@ -212,7 +234,7 @@ def soft_ball_step(h, law: str = "penalty", integrator: str = "semi_implicit_eul
     return _finish(step, with_record)
 
 
-def soft_ball_energy(x, p: SoftBallParams):
+def soft_ball_energy(x: Float[Array, "2"], p: SoftBallParams) -> Scalar:
     r""":math:`m g y + \tfrac12 m v^2` (the energy stored in the ground spring is not included)."""
     return _ball_energy(x, p)
 
@@ -243,14 +265,14 @@ def _translating_body_energy(x, p):
 
 
 def sliding_block_step(
-    h,
+    h: ScalarLike,
     *,
     iterations: int = DEFAULT_CONTACT_ITERATIONS,
     gap_factor: float = 1.0,
     regularization: float = DEFAULT_REGULARIZATION,
     gradient: str = "implicit",
     with_record: bool = False,
-):
+) -> Step | RecordingStep:
     r"""Step factory of a block on the ground with hard normal contact and Coulomb friction (stick/slide).
 
     State ``x = (s, z, s_dot, z_dot)`` (horizontal position, height of the block's bottom, their
@@ -289,7 +311,7 @@ def sliding_block_step(
     return _finish(step, with_record)
 
 
-def sliding_block_energy(x, p: SlidingBlockParams):
+def sliding_block_energy(x: Float[Array, "4"], p: SlidingBlockParams) -> Scalar:
     r""":math:`\tfrac12 m |v|^2 + m g z`."""
     return _translating_body_energy(x, p)
 
@@ -316,14 +338,14 @@ class BoxWallParams(NamedTuple):
 
 
 def box_wall_step(
-    h,
+    h: ScalarLike,
     *,
     iterations: int = DEFAULT_CONTACT_ITERATIONS,
     gap_factor: float = 1.0,
     regularization: float = DEFAULT_REGULARIZATION,
     gradient: str = "implicit",
     with_record: bool = False,
-):
+) -> Step | RecordingStep:
     r"""Step factory of a box pushed against a wall (S04.5.8 exercise 3), planar, hard contact.
 
     State ``x = (px, pz, vx, vz)`` (box centre and velocity), input ``u = (Fx, Fz)`` applied force.
@@ -365,7 +387,7 @@ def box_wall_step(
     return _finish(step, with_record)
 
 
-def box_wall_energy(x, p: BoxWallParams):
+def box_wall_energy(x: Float[Array, "4"], p: BoxWallParams) -> Scalar:
     r""":math:`\tfrac12 m |v|^2 + m g p_z`."""
     return _translating_body_energy(x, p)
 
@@ -408,7 +430,7 @@ def _hopper_forces(x, u, p: HopperParams, force_law):
     return fx_leg, fz_leg, normal, friction
 
 
-def hopper(law: str = "penalty"):
+def hopper(law: str = "penalty") -> Dynamics:
     r"""Dynamics ``f(x, u, p)`` of a planar point-foot hopper with soft ground contact (for S04.4.8 exercise 3).
 
     State ``x = (x_b, z_b, x_f, z_f, \dot x_b, \dot z_b, \dot x_f, \dot z_f)`` (body and foot
@@ -449,7 +471,9 @@ def hopper(law: str = "penalty"):
     return f
 
 
-def hopper_step(h, law: str = "penalty", integrator: str = "semi_implicit_euler", *, with_record: bool = False):
+def hopper_step(
+    h: ScalarLike, law: str = "penalty", integrator: str = "semi_implicit_euler", *, with_record: bool = False
+) -> Step | RecordingStep:
     """Step factory: :func:`hopper` integrated with ``integrator``; the foot's record is taken at the start of the step."""
     f = hopper(law)
     force_law = get_contact_law(law)
@@ -463,7 +487,7 @@ def hopper_step(h, law: str = "penalty", integrator: str = "semi_implicit_euler"
     return _finish(step, with_record)
 
 
-def hopper_energy(x, p: HopperParams):
+def hopper_energy(x: Float[Array, "8"], p: HopperParams) -> Scalar:
     r"""Kinetic + gravitational + leg-spring energy (the ground spring is not included)."""
     length = jnp.sqrt((x[0] - x[2]) ** 2 + (x[1] - x[3]) ** 2)
     kinetic = 0.5 * p.body_mass * (x[4] ** 2 + x[5] ** 2) + 0.5 * p.foot_mass * (x[6] ** 2 + x[7] ** 2)

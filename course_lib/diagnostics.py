@@ -9,8 +9,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from course_lib._types import Array, Float, Int, Shaped
 
-def step_spectral_norms(As):
+
+def step_spectral_norms(As: Float[Array, "N nx nx"]) -> Float[Array, " N"]:
     r"""Per-step :math:`\|A_k\|_2` (largest singular value), shape ``(N,)``.
 
     A heuristic only (S04.2.3): the product's norm is bounded by the product of these
@@ -20,7 +22,7 @@ def step_spectral_norms(As):
     return jax.vmap(lambda a: jnp.linalg.svd(a, compute_uv=False)[0])(As)
 
 
-def product_log_singular_values(As):
+def product_log_singular_values(As: Float[Array, "N nx nx"]) -> Float[Array, "N nx"]:
     r"""log10 of the singular values of :math:`A_k A_{k-1}\cdots A_0` for k = 0..N-1, shape ``(N, nx)``.
 
     The running product is renormalised at every step and its scale kept as a
@@ -44,7 +46,7 @@ def product_log_singular_values(As):
     return out
 
 
-def gradient_norm_vs_horizon(As, Bs):
+def gradient_norm_vs_horizon(As: Float[Array, "N nx nx"], Bs: Float[Array, "N nx nu"]) -> Float[Array, " N"]:
     r""":math:`\|\partial x_{k+1}/\partial u_0\|_2 = \|A_k\cdots A_1 B_0\|_2` for k = 0..N-1, shape ``(N,)``.
 
     How far the influence of the first action reaches: it decays for a contracting
@@ -60,7 +62,7 @@ def gradient_norm_vs_horizon(As, Bs):
     return jnp.concatenate([jnp.linalg.svd(g0, compute_uv=False)[:1], rest])
 
 
-def first_nonfinite_step(xs):
+def first_nonfinite_step(xs: Shaped[Array, " T *rest"]) -> Int[Array, ""]:
     """Index of the first row of ``xs`` holding NaN or Inf, or -1 if every row is finite."""
     bad = ~jnp.all(jnp.isfinite(jnp.reshape(xs, (xs.shape[0], -1))), axis=1)
     return jnp.where(jnp.any(bad), jnp.argmax(bad), -1)

@@ -37,13 +37,14 @@ static); the sign and range checks run only on concrete (non-traced) inputs.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from course_lib._types import Array, Float, Key, LossFn, PyTree, Scalar, ScalarLike
 from course_lib._validate import is_concrete
 
 
@@ -53,12 +54,13 @@ class GradientEstimate(NamedTuple):
     Attributes:
         grad: the estimate of :math:`\\nabla F(\\theta)`, same structure as ``theta``.
         stderr: per-component sample standard error of ``grad``, same structure as ``theta``.
-        alpha: weight of the first-order part, scalar (1 for FoBG, 0 for ZoBG).
+        alpha: weight of the first-order part, scalar (1 for FoBG, 0 for ZoBG); for
+            :func:`ivw_aobg` one weight per component, with the structure of ``theta``.
     """
 
-    grad: object
-    stderr: object
-    alpha: jax.Array
+    grad: PyTree
+    stderr: PyTree
+    alpha: Scalar | PyTree
 
 
 class GradientSamples(NamedTuple):
@@ -68,15 +70,16 @@ class GradientSamples(NamedTuple):
         noise: perturbations :math:`w_i`, shape ``(N, n)``.
         values: :math:`L(\\theta + w_i)`, shape ``(N,)``.
         baseline: :math:`L(\\theta)`, scalar.
-        first_order: :math:`\\nabla L(\\theta + w_i)`, shape ``(N, n)``.
+        first_order: :math:`\\nabla L(\\theta + w_i)`, shape ``(N, n)``; ``None`` in a values-only draw
+            (the zeroth-order draw of :func:`adaptive_aobg`).
         zeroth_order: :math:`(L(\\theta + w_i) - L(\\theta))\\,w_i/\\sigma^2`, shape ``(N, n)``.
     """
 
-    noise: jax.Array
-    values: jax.Array
-    baseline: jax.Array
-    first_order: jax.Array
-    zeroth_order: jax.Array
+    noise: Float[Array, "N n"]
+    values: Float[Array, " N"]
+    baseline: Scalar
+    first_order: Float[Array, "N n"] | None
+    zeroth_order: Float[Array, "N n"]
 
 
 # --- checks -------------------------------------------------------------------------------
@@ -121,7 +124,8 @@ def _check_gamma_delta(gamma, delta, owner):
 
 def _check_key(key, owner):
     shape = jnp.shape(key)
-    typed = hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    # jax.dtypes.issubdtype is public (it handles key dtypes), but jax/dtypes.py re-exports it without `as`
+    typed = hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)  # pyright: ignore[reportPrivateImportUsage]
     if shape != (() if typed else (2,)):
         raise ValueError(f"{owner}: key must be one PRNG key (jax.random.key or PRNGKey), got shape {shape}")
 
@@ -142,6 +146,13 @@ def _flat_loss(loss_fn, theta, owner):
     return flat, unravel, flat_fn
 
 
+def _first_order(samples: GradientSamples, owner: str) -> Float[Array, "N n"]:
+    """``samples.first_order``; a values-only draw has none (``TypeError``, as ``jnp`` would raise on ``None``)."""
+    if samples.first_order is None:
+        raise TypeError(f"{owner}: these samples have no first-order terms (a values-only draw)")
+    return samples.first_order
+
+
 def _mean_stderr(samples):
     n = samples.shape[0]
     return jnp.mean(samples, axis=0), jnp.std(samples, axis=0, ddof=1) / jnp.sqrt(n)
@@ -154,7 +165,15 @@ def _validated(loss_fn, theta, key, sigma, n_samples, owner):
     return _flat_loss(loss_fn, theta, owner)
 
 
-def _draw(flat_fn, flat, key, sigma, n_samples, need_grad):
+_Draw = tuple[Float[Array, "N n"], Float[Array, " N"], Scalar, Float[Array, "N n"], Float[Array, "N n"]]
+_ValuesDraw = tuple[Float[Array, "N n"], Float[Array, " N"], Scalar, None, Float[Array, "N n"]]
+
+
+@overload
+def _draw(flat_fn, flat, key, sigma, n_samples: int, need_grad: Literal[True]) -> _Draw: ...
+@overload
+def _draw(flat_fn, flat, key, sigma, n_samples: int, need_grad: Literal[False]) -> _ValuesDraw: ...
+def _draw(flat_fn, flat, key, sigma, n_samples: int, need_grad: bool) -> _Draw | _ValuesDraw:
     sigma = jnp.asarray(sigma, flat.dtype)
     noise = sigma * jax.random.normal(key, (n_samples, flat.shape[0]), flat.dtype)
     if need_grad:
@@ -169,7 +188,7 @@ def _draw(flat_fn, flat, key, sigma, n_samples, need_grad):
 # --- public API ---------------------------------------------------------------------------
 
 
-def gradient_samples(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientSamples:
+def gradient_samples(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientSamples:
     r"""Draw :math:`w_i\sim\mathcal N(0,\sigma^2 I)` and return the per-sample terms of FoBG and ZoBG.
 
     Both estimators below average these rows; returning them lets a reader plot the
@@ -191,7 +210,7 @@ def gradient_samples(loss_fn: Callable, theta, key, *, sigma, n_samples: int) ->
     return GradientSamples(noise, values, baseline, grads, zeroth)
 
 
-def fobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEstimate:
+def fobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientEstimate:
     r"""First-order batched gradient :math:`\bar g^{[1]} = \frac1N\sum_i\nabla L(\theta + w_i)` (S04.4.4).
 
     Low variance where :math:`L` is smooth; biased where :math:`L` jumps (zero for a step).
@@ -213,7 +232,7 @@ def fobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEst
     return GradientEstimate(unravel(mean), unravel(se), jnp.ones((), flat.dtype))
 
 
-def zobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEstimate:
+def zobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientEstimate:
     r"""Zeroth-order batched gradient with baseline (Gaussian smoothing, S04.4.4).
 
     .. math:: \bar g^{[0]} = \frac1N\sum_i \frac{\big(L(\theta+w_i) - L(\theta)\big)\,w_i}{\sigma^2}
@@ -238,7 +257,9 @@ def zobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEst
     return GradientEstimate(unravel(mean), unravel(se), jnp.zeros((), flat.dtype))
 
 
-def aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, alpha) -> GradientEstimate:
+def aobg(
+    loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int, alpha: ScalarLike
+) -> GradientEstimate:
     r"""α-order batched gradient :math:`\alpha\,\bar g^{[1]} + (1-\alpha)\,\bar g^{[0]}` on shared samples.
 
     The standard error is that of the per-sample combination
@@ -269,7 +290,15 @@ def aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int, alpha) -> Grad
 WIDTHS = ("bernstein", "chebyshev")
 
 
-def confidence_width(total_variance, n_samples, *, delta, dim=1, bound=None, rule="bernstein") -> jax.Array:
+def confidence_width(
+    total_variance: ScalarLike,
+    n_samples: int,
+    *,
+    delta: ScalarLike,
+    dim: int = 1,
+    bound: ScalarLike | None = None,
+    rule: str = "bernstein",
+) -> Scalar:
     r"""Half-width :math:`\varepsilon` with :math:`P(\|\bar g - \mathbb E\,\bar g\| > \varepsilon) \le \delta`.
 
     For the mean :math:`\bar g` of :math:`N` independent samples in :math:`\mathbb R^d` with total
@@ -307,8 +336,14 @@ def confidence_width(total_variance, n_samples, *, delta, dim=1, bound=None, rul
 
 
 def adaptive_alpha(
-    samples: GradientSamples, zeroth: GradientSamples | None = None, *, gamma, delta=0.05, width="bernstein", bound=None
-) -> jax.Array:
+    samples: GradientSamples,
+    zeroth: GradientSamples | None = None,
+    *,
+    gamma: ScalarLike,
+    delta: ScalarLike = 0.05,
+    width: str = "bernstein",
+    bound: ScalarLike | None = None,
+) -> Scalar:
     r"""Suh et al.'s choice of α: least variance subject to a bias bound (their ``bias_constrained_aobg``).
 
     With the empirical total variances :math:`\hat\sigma_1^2,\ \hat\sigma_0^2` (trace of the
@@ -351,7 +386,7 @@ def adaptive_alpha(
         α, scalar in ``[0, 1]``.
     """
     _check_gamma_delta(gamma, delta, "adaptive_alpha")
-    g1 = samples.first_order
+    g1 = _first_order(samples, "adaptive_alpha")
     g0 = (samples if zeroth is None else zeroth).zeroth_order
     n0, dim = g0.shape
     mean0 = jnp.mean(g0, axis=0)
@@ -385,7 +420,16 @@ def _combined(alpha, first_order, zeroth_order):
 
 
 def adaptive_aobg(
-    loss_fn: Callable, theta, key, *, sigma, n_samples: int, gamma, delta=0.05, width="bernstein", bound=None
+    loss_fn: LossFn,
+    theta: PyTree,
+    key: Key,
+    *,
+    sigma: ScalarLike,
+    n_samples: int,
+    gamma: ScalarLike,
+    delta: ScalarLike = 0.05,
+    width: str = "bernstein",
+    bound: ScalarLike | None = None,
 ) -> GradientEstimate:
     r"""α-order batched gradient with α from :func:`adaptive_alpha` (Suh et al. 2022).
 
@@ -412,11 +456,11 @@ def adaptive_aobg(
     flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
     alpha = adaptive_alpha(first, zeroth, gamma=gamma, delta=delta, width=width, bound=bound)
-    mean, se = _combined(alpha, first.first_order, zeroth.zeroth_order)
+    mean, se = _combined(alpha, _first_order(first, owner), zeroth.zeroth_order)
     return GradientEstimate(unravel(mean), unravel(se), alpha)
 
 
-def ivw_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> GradientEstimate:
+def ivw_aobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientEstimate:
     r"""Inverse-variance-weighted combination of FoBG and ZoBG, component by component.
 
     With independent draws and per-component sample variances :math:`v_{1,j}, v_{0,j}`,
@@ -442,9 +486,10 @@ def ivw_aobg(loss_fn: Callable, theta, key, *, sigma, n_samples: int) -> Gradien
     owner = "ivw_aobg"
     flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
-    v1 = jnp.var(first.first_order, axis=0, ddof=1)
+    g1 = _first_order(first, owner)
+    v1 = jnp.var(g1, axis=0, ddof=1)
     v0 = jnp.var(zeroth.zeroth_order, axis=0, ddof=1)
     total = v0 + v1
     alpha = jnp.where(total > 0, v0 / jnp.where(total > 0, total, 1.0), 0.5)
-    mean, se = _combined(alpha, first.first_order, zeroth.zeroth_order)
+    mean, se = _combined(alpha, g1, zeroth.zeroth_order)
     return GradientEstimate(unravel(mean), unravel(se), unravel(alpha))

@@ -26,12 +26,13 @@ over the steps (e.g. with the adjoints :math:`\lambda_k` as the "gradient").
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Sequence, cast
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from course_lib._types import Array, ArrayLike, Float, Int, IntScalar, PyTree, Scalar, ScalarLike
 from course_lib.diagnostics import first_nonfinite_step
 
 
@@ -49,17 +50,17 @@ class TrainingHealth(NamedTuple):
         step_size: size of the parameter update, scalar (global norm of the update pytree).
     """
 
-    loss: jax.Array
-    loss_terms: object
-    grad_norm: jax.Array
-    max_abs_grad: jax.Array
-    contact_count: jax.Array
-    max_penetration: jax.Array
-    solver_residual: jax.Array
-    step_size: jax.Array
+    loss: Float[Array, "*T"]
+    loss_terms: dict[str, Float[Array, "*T"]] | Float[Array, "*T n_terms"]
+    grad_norm: Float[Array, "*T"]
+    max_abs_grad: Float[Array, "*T"]
+    contact_count: Int[Array, "*T"]
+    max_penetration: Float[Array, "*T"]
+    solver_residual: Float[Array, "*T"]
+    step_size: Float[Array, "*T"]
 
 
-def contact_summary(gaps):
+def contact_summary(gaps: Float[ArrayLike, "..."]) -> tuple[IntScalar, Scalar]:
     r"""Active-contact count and maximum penetration from signed gaps :math:`\phi` (any shape).
 
     A contact is active where :math:`\phi < 0`; the penetration is :math:`\max(0, -\min\phi)`.
@@ -86,14 +87,14 @@ def _as_step_size(step_size, dtype):
 
 
 def health_record(
-    loss_terms,
-    grads,
+    loss_terms: dict[str, ScalarLike] | Float[ArrayLike, "*n_terms"],
+    grads: PyTree,
     *,
-    loss=None,
-    contact_count=0,
-    max_penetration=0.0,
-    solver_residual=0.0,
-    step_size=0.0,
+    loss: ScalarLike | None = None,
+    contact_count: int | Int[Array, ""] = 0,
+    max_penetration: ScalarLike = 0.0,
+    solver_residual: ScalarLike = 0.0,
+    step_size: ScalarLike | PyTree = 0.0,
 ) -> TrainingHealth:
     r"""Build one :class:`TrainingHealth` record (works under ``jit``, ``vmap`` and ``lax.scan``).
 
@@ -117,7 +118,8 @@ def health_record(
         for name, value in terms.items():
             if value.shape != ():
                 raise ValueError(f"health_record: loss term {name!r} must be a scalar, got shape {value.shape}")
-        total = sum(terms.values())
+        # the dict is not empty, so sum() never returns its start value 0 (which is all typeshed promises)
+        total = cast(Array, sum(terms.values()))
     else:
         terms = jnp.asarray(loss_terms)
         if terms.ndim > 1:
@@ -149,7 +151,7 @@ def stack_records(records: Sequence[TrainingHealth]) -> TrainingHealth:
     return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *records)
 
 
-def first_nonfinite_record(records: TrainingHealth):
+def first_nonfinite_record(records: TrainingHealth) -> IntScalar:
     """Index of the first stacked record whose loss, a loss term, the gradient norm or ``max |gradient|`` is NaN/Inf; -1 if none.
 
     The first broken iteration is where to look for the contact event, the division by zero

@@ -18,12 +18,20 @@ mode therefore cost one linear solve per step, whatever the iteration count.
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 
+from course_lib._types import Array, Float, PyTree
 
-def _newton(residual, y0, args, iterations: int):
+#: ``G(y, args) -> (n,)``.
+Residual = Callable[[Float[Array, " n"], PyTree], Float[Array, " n"]]
+#: ``guess(args) -> (n,)``.
+InitialGuess = Callable[[PyTree], Float[Array, " n"]]
+
+
+def _newton(residual: Residual, y0: Float[Array, " n"], args: PyTree, iterations: int) -> Float[Array, " n"]:
     def body(_, y):
         jac = jax.jacfwd(residual)(y, args)
         return y - jnp.linalg.solve(jac, residual(y, args))
@@ -32,7 +40,9 @@ def _newton(residual, y0, args, iterations: int):
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def solve_implicit(residual, initial_guess, iterations: int, args):
+def solve_implicit(
+    residual: Residual, initial_guess: InitialGuess, iterations: int, args: PyTree
+) -> Float[Array, " n"]:
     """Return ``y`` with ``residual(y, args) == 0``.
 
     Args:

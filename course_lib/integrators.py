@@ -9,30 +9,31 @@ name. The input ``u`` is held constant over the step (zero-order hold).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import jax.numpy as jnp
 
+from course_lib._types import Control, Dynamics, Params, ScalarLike, State, Step
 from course_lib._validate import check_positive_step, lookup
 from course_lib.implicit import solve_implicit
 
 DEFAULT_NEWTON_ITERATIONS = 8
 
 
-def explicit_euler(f, h):
+def explicit_euler(f: Dynamics, h: ScalarLike) -> Step:
     r"""Explicit (forward) Euler, order 1 (S04.3.2): :math:`x_{k+1} = x_k + h f(x_k, u_k)`.
 
     Its Jacobian is :math:`A_k = I + h f_x`; on :math:`\dot x = a x` the amplification is :math:`1 + ha`.
     """
     check_positive_step(h, "explicit_euler")
 
-    def step(x, u, p):
+    def step(x: State, u: Control, p: Params) -> State:
         return x + h * f(x, u, p)
 
     return step
 
 
-def semi_implicit_euler(f, h, nq: Optional[int] = None):
+def semi_implicit_euler(f: Dynamics, h: ScalarLike, nq: Optional[int] = None) -> Step:
     r"""Semi-implicit (symplectic) Euler for ``x = (q, v)``, order 1 (S04.3.3).
 
     .. math:: v_{k+1} = v_k + h\,a(q_k, v_k, u_k),\qquad q_{k+1} = q_k + h\,\dot q(q_k, v_{k+1})
@@ -47,7 +48,7 @@ def semi_implicit_euler(f, h, nq: Optional[int] = None):
     """
     check_positive_step(h, "semi_implicit_euler")
 
-    def step(x, u, p):
+    def step(x: State, u: Control, p: Params) -> State:
         n = x.shape[0]
         split = n // 2 if nq is None else nq
         if nq is None and n % 2:
@@ -60,17 +61,17 @@ def semi_implicit_euler(f, h, nq: Optional[int] = None):
     return step
 
 
-def explicit_midpoint(f, h):
+def explicit_midpoint(f: Dynamics, h: ScalarLike) -> Step:
     r"""Explicit midpoint rule, order 2: :math:`x_{k+1} = x_k + h f(x_k + \tfrac h2 f(x_k))`."""
     check_positive_step(h, "explicit_midpoint")
 
-    def step(x, u, p):
+    def step(x: State, u: Control, p: Params) -> State:
         return x + h * f(x + 0.5 * h * f(x, u, p), u, p)
 
     return step
 
 
-def rk4(f, h):
+def rk4(f: Dynamics, h: ScalarLike) -> Step:
     r"""Classical Runge–Kutta, order 4 (S04.3.4).
 
     .. math::
@@ -79,7 +80,7 @@ def rk4(f, h):
     """
     check_positive_step(h, "rk4")
 
-    def step(x, u, p):
+    def step(x: State, u: Control, p: Params) -> State:
         k1 = f(x, u, p)
         k2 = f(x + 0.5 * h * k1, u, p)
         k3 = f(x + 0.5 * h * k2, u, p)
@@ -89,18 +90,18 @@ def rk4(f, h):
     return step
 
 
-def _implicit_step(f, h, residual, iterations):
+def _implicit_step(f: Dynamics, h: ScalarLike, residual, iterations: int) -> Step:
     def guess(args):
         x, u, p = args
         return x + h * f(x, u, p)
 
-    def step(x, u, p):
+    def step(x: State, u: Control, p: Params) -> State:
         return solve_implicit(residual, guess, iterations, (x, u, p))
 
     return step
 
 
-def implicit_euler(f, h, newton_iterations: int = DEFAULT_NEWTON_ITERATIONS):
+def implicit_euler(f: Dynamics, h: ScalarLike, newton_iterations: int = DEFAULT_NEWTON_ITERATIONS) -> Step:
     r"""Implicit (backward) Euler, order 1 (S04.3.5).
 
     Solves :math:`G = x_{k+1} - x_k - h f(x_{k+1}, u_k) = 0` with Newton; the
@@ -117,7 +118,7 @@ def implicit_euler(f, h, newton_iterations: int = DEFAULT_NEWTON_ITERATIONS):
     return _implicit_step(f, h, residual, newton_iterations)
 
 
-def implicit_midpoint(f, h, newton_iterations: int = DEFAULT_NEWTON_ITERATIONS):
+def implicit_midpoint(f: Dynamics, h: ScalarLike, newton_iterations: int = DEFAULT_NEWTON_ITERATIONS) -> Step:
     r"""Implicit midpoint rule, order 2, symplectic (structure preserving).
 
     Solves :math:`x_{k+1} = x_k + h f(\tfrac12(x_k + x_{k+1}), u_k)`; it conserves quadratic
@@ -153,6 +154,6 @@ INTEGRATOR_ORDER = {
 }
 
 
-def make_integrator(name: str, f, h, **options):
+def make_integrator(name: str, f: Dynamics, h: ScalarLike, **options: Any) -> Step:
     """Build ``step(x, u, p)`` with the integrator called ``name`` (see :data:`INTEGRATORS`)."""
     return lookup(INTEGRATORS, name, "integrator")(f, h, **options)

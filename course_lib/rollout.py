@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from course_lib._types import Controls, Params, Scalar, StageCost, State, States, Step, TerminalCost
 from course_lib._validate import check_finite, lookup
 from course_lib.adjoint import backward_pass, forward_pass
 
@@ -37,7 +38,7 @@ def _check_rollout_inputs(step, x0, us, p, owner):
     check_finite((x0, us, p), "x0, us or p", owner)
 
 
-def rollout(step, x0, us, p):
+def rollout(step: Step, x0: State, us: Controls, p: Params) -> States:
     """Trajectory ``xs`` of shape ``(N+1, nx)`` with ``xs[0] = x0`` and ``xs[k+1] = step(xs[k], us[k], p)``."""
     _check_rollout_inputs(step, x0, us, p, "rollout")
 
@@ -142,21 +143,21 @@ def _adjoint(step, stage_cost, terminal_cost, x0, us, p, segment_length):
 GRADIENT_MODES = {"store_all": _store_all, "checkpointed": _checkpointed, "adjoint": _adjoint}
 
 
-def _zero_terminal(x, p):
+def _zero_terminal(x: State, p: Params) -> Scalar:
     return jnp.zeros((), jnp.result_type(x, float))
 
 
 def rollout_cost(
-    step,
-    x0,
-    us,
-    p,
-    stage_cost,
-    terminal_cost=_zero_terminal,
+    step: Step,
+    x0: State,
+    us: Controls,
+    p: Params,
+    stage_cost: StageCost,
+    terminal_cost: TerminalCost = _zero_terminal,
     *,
     gradient: str = "store_all",
     segment_length: Optional[int] = None,
-):
+) -> Scalar:
     r"""Scalar objective of a rollout, differentiable in ``x0``, ``us`` and ``p``.
 
     Args:

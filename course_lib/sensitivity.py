@@ -16,16 +16,18 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from course_lib._types import Array, Control, Controls, Float, Params, State, Step
+
 
 class Linearization(NamedTuple):
     """Step Jacobians. For one step: ``A (nx, nx)``, ``B (nx, nu)``, ``P (nx, np)``; along a trajectory each gains a leading ``N``."""
 
-    A: jax.Array
-    B: jax.Array
-    P: jax.Array
+    A: Float[Array, "*N nx nx"]
+    B: Float[Array, "*N nx nu"]
+    P: Float[Array, "*N nx np"]
 
 
-def linearize(step, x, u, p) -> Linearization:
+def linearize(step: Step, x: State, u: Control, p: Params) -> Linearization:
     """Jacobians of one step ``step(x, u, p)`` at ``(x, u, p)`` by reverse-mode AD."""
     flat_p, unravel = ravel_pytree(p)
 
@@ -36,7 +38,9 @@ def linearize(step, x, u, p) -> Linearization:
     return Linearization(A, B, P)
 
 
-def linearize_trajectory(step, xs, us, p) -> Linearization:
+def linearize_trajectory(
+    step: Step, xs: Float[Array, "N+1 nx"] | Float[Array, "N nx"], us: Controls, p: Params
+) -> Linearization:
     """:func:`linearize` at every ``(x_k, u_k)``, k = 0..N-1.
 
     Args:
@@ -47,7 +51,7 @@ def linearize_trajectory(step, xs, us, p) -> Linearization:
     return jax.vmap(linearize, in_axes=(None, 0, 0, None))(step, xs[:n], us, p)
 
 
-def parameter_sensitivities(step, x0, us, p):
+def parameter_sensitivities(step: Step, x0: State, us: Controls, p: Params) -> Float[Array, "N+1 nx np"]:
     r"""Stacked :math:`S_k = \partial x_k/\partial p`, shape ``(N+1, nx, np)``, by the forward recursion
 
     .. math:: S_{k+1} = A_k S_k + P_k,\qquad S_0 = 0

@@ -41,12 +41,35 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from course_lib._types import (
+    Array,
+    ArrayLike,
+    Control,
+    Float,
+    Int,
+    Key,
+    Params,
+    PyTree,
+    Scalar,
+    ScalarLike,
+    StageCost,
+    State,
+    Step,
+)
 from course_lib._validate import check_finite, check_vector, is_concrete
 from course_lib.health import TrainingHealth, contact_summary, health_record
 from course_lib.integrators import semi_implicit_euler
 
 
 # --- tasks --------------------------------------------------------------------------------
+
+
+#: Parameters of :func:`mlp_policy`: one ``(W, b)`` pair per layer.
+MLPParams = list[tuple[Float[Array, "n_out n_in"], Float[Array, " n_out"]]]
+#: ``policy(params, x) -> u``.
+Policy = Callable[[PyTree, State], Control]
+#: Critic feature map ``features(x) -> (n_features,)``.
+Features = Callable[[State], Float[Array, " n_features"]]
 
 
 class ShacTask(NamedTuple):
@@ -63,12 +86,12 @@ class ShacTask(NamedTuple):
         nu: input size (int).
     """
 
-    step: Callable
-    params: object
-    stage_cost: Callable
-    gap: Optional[Callable]
-    x0: jax.Array
-    init_scale: jax.Array
+    step: Step
+    params: Params
+    stage_cost: StageCost
+    gap: Optional[Callable[[State, Params], Float[Array, " n_c"]]]
+    x0: State
+    init_scale: Float[Array, " nx"]
     episode_length: int
     nu: int
 
@@ -91,7 +114,7 @@ class WallParams(NamedTuple):
     w_input: float = 1e-3
 
 
-def wall_dynamics(x, u, p: WallParams):
+def wall_dynamics(x: Float[Array, "2"], u: Float[Array, "1"], p: WallParams) -> Float[Array, "2"]:
     r"""1-D point mass pushed towards a wall with a stiff softplus penalty contact.
 
     .. math:: m\dot v = u - b v - k\,\frac{\mathrm{softplus}(\beta\,(q - q_w))}{\beta},\qquad \dot q = v
@@ -110,12 +133,12 @@ def wall_dynamics(x, u, p: WallParams):
     return jnp.stack([x[1], (u[0] - p.damping * x[1] - contact) / p.mass])
 
 
-def wall_gap(x, p: WallParams):
+def wall_gap(x: Float[Array, "2"], p: WallParams) -> Float[Array, "1"]:
     """Signed distance to the wall :math:`\\phi = q_w - q`, shape ``(1,)``."""
     return jnp.reshape(p.wall - x[0], (1,))
 
 
-def wall_cost(x, u, p: WallParams):
+def wall_cost(x: Float[Array, "2"], u: Float[Array, "1"], p: WallParams) -> Scalar:
     r"""Stage cost :math:`(q - q^*)^2 + w_v v^2 + w_u u^2`."""
     return (x[0] - p.target) ** 2 + p.w_velocity * x[1] ** 2 + p.w_input * jnp.sum(u**2)
 
@@ -125,8 +148,8 @@ def wall_task(
     *,
     dt: float = 0.02,
     episode_length: int = 64,
-    x0=(0.0, 2.0),
-    init_scale=(0.05, 0.3),
+    x0: Float[ArrayLike, "2"] | tuple[float, float] = (0.0, 2.0),
+    init_scale: Float[ArrayLike, "2"] | tuple[float, float] = (0.05, 0.3),
 ) -> ShacTask:
     """Toy task: stop a mass thrown at 2 m/s towards a stiff wall at 1 m, at the target 0.8 m.
 
@@ -158,7 +181,7 @@ def wall_task(
 # --- policy and critic --------------------------------------------------------------------
 
 
-def init_mlp(key, sizes: Sequence[int], *, scale: float = 1.0, zero_last: bool = True):
+def init_mlp(key: Key, sizes: Sequence[int], *, scale: float = 1.0, zero_last: bool = True) -> MLPParams:
     """Parameters of a tanh MLP ``sizes = (nx, hidden..., nu)`` as a list of ``(W, b)`` pairs.
 
     ``W`` of layer ``i`` has shape ``(sizes[i+1], sizes[i])``, initialised
@@ -178,7 +201,7 @@ def init_mlp(key, sizes: Sequence[int], *, scale: float = 1.0, zero_last: bool =
     return params
 
 
-def mlp_policy(params, x):
+def mlp_policy(params: MLPParams, x: State) -> Control:
     """:math:`u = W_L\\tanh(\\cdots\\tanh(W_1 x + b_1)\\cdots) + b_L`; params from :func:`init_mlp`."""
     h = x
     for w, b in params[:-1]:
@@ -187,18 +210,24 @@ def mlp_policy(params, x):
     return w @ h + b
 
 
-def quadratic_features(x):
+def quadratic_features(x: Float[Array, " n"]) -> Float[Array, " n_features"]:
     r"""Critic features :math:`\phi(x) = (1, x, \{x_i x_j\}_{i\le j})`, shape ``(1 + n + n(n+1)/2,)``."""
     i, j = np.triu_indices(x.shape[0])
     return jnp.concatenate([jnp.ones((1,), x.dtype), x, (x[:, None] * x[None, :])[i, j]])
 
 
-def critic_value(psi, x, features: Callable = quadratic_features):
+def critic_value(psi: Float[Array, " n_features"], x: State, features: Features = quadratic_features) -> Scalar:
     r""":math:`V_\psi(x) = \psi^T\phi(x)`."""
     return jnp.dot(psi, features(x))
 
 
-def fit_critic(states, targets, *, ridge=1e-6, features: Callable = quadratic_features):
+def fit_critic(
+    states: Float[Array, "M nx"],
+    targets: Float[Array, " M"],
+    *,
+    ridge: ScalarLike = 1e-6,
+    features: Features = quadratic_features,
+) -> tuple[Float[Array, " n_features"], Scalar]:
     r"""Ridge regression of a feature-linear critic: :math:`\min_\psi \|\Phi\psi - G\|^2 + \rho M\|\psi\|^2`.
 
     Args:
@@ -217,7 +246,14 @@ def fit_critic(states, targets, *, ridge=1e-6, features: Callable = quadratic_fe
     return psi, jnp.mean((phi @ psi - targets) ** 2)
 
 
-def lambda_returns(costs, values_next, terminal_value, *, gamma, td_lambda):
+def lambda_returns(
+    costs: Float[Array, " h"],
+    values_next: Float[Array, " h"],
+    terminal_value: ScalarLike,
+    *,
+    gamma: ScalarLike,
+    td_lambda: ScalarLike,
+) -> Float[Array, " h"]:
     r"""TD(λ) targets along one window, computed backwards with ``lax.scan``.
 
     .. math:: G_h = V(x_h),\quad G_k = c_k + \gamma\big[(1-\lambda)V(x_{k+1}) + \lambda G_{k+1}\big]
@@ -256,11 +292,11 @@ class WindowRollout(NamedTuple):
         terminal_term: batch mean of :math:`\\gamma^h V_\\psi(x_h)`, scalar.
     """
 
-    states: jax.Array
-    costs: jax.Array
-    gaps: jax.Array
-    stage_term: jax.Array
-    terminal_term: jax.Array
+    states: Float[Array, "B h+1 nx"]
+    costs: Float[Array, "B h"]
+    gaps: Float[Array, "B h n_c"]
+    stage_term: Scalar
+    terminal_term: Scalar
 
 
 def _check_settings(owner, horizon=None, gamma=None, td_lambda=None, max_grad_norm=None):
@@ -282,16 +318,16 @@ def _check_settings(owner, horizon=None, gamma=None, td_lambda=None, max_grad_no
 
 
 def short_horizon_loss(
-    policy_params,
-    critic_params,
-    x_starts,
+    policy_params: PyTree,
+    critic_params: Float[Array, " n_features"],
+    x_starts: Float[Array, "B nx"],
     task: ShacTask,
     *,
     horizon: int,
-    gamma=0.99,
-    policy: Callable = mlp_policy,
-    features: Callable = quadratic_features,
-):
+    gamma: ScalarLike = 0.99,
+    policy: Policy = mlp_policy,
+    features: Features = quadratic_features,
+) -> tuple[Scalar, WindowRollout]:
     r"""SHAC window loss :math:`L_h` (module doc) and its rollout, for ``jax.value_and_grad(..., has_aux=True)``.
 
     ``x_starts`` and ``critic_params`` enter through ``stop_gradient``: only the policy
@@ -336,7 +372,9 @@ def short_horizon_loss(
     return stage_term + terminal_term, WindowRollout(states, costs, gaps, stage_term, terminal_term)
 
 
-def episode_cost(policy_params, task: ShacTask, *, policy: Callable = mlp_policy, x0=None):
+def episode_cost(
+    policy_params: PyTree, task: ShacTask, *, policy: Policy = mlp_policy, x0: Float[ArrayLike, " nx"] | None = None
+) -> Scalar:
     r"""Undiscounted cost :math:`\sum_{k<H} c(x_k, \pi(x_k))` of one full episode from ``x0`` (default ``task.x0``)."""
     x0 = task.x0 if x0 is None else jnp.asarray(x0)
     check_vector(x0, task.x0.shape[0], "x0", "episode_cost")
@@ -368,30 +406,30 @@ class ShacResult(NamedTuple):
         window: window index inside the episode (0 = fresh episode).
     """
 
-    policy_params: object
-    critic_params: jax.Array
+    policy_params: PyTree
+    critic_params: Float[Array, " n_features"]
     records: TrainingHealth
-    critic_loss: jax.Array
-    episode_cost: jax.Array
-    window: jax.Array
+    critic_loss: Float[Array, " n_iterations"]
+    episode_cost: Float[Array, " n_iterations"]
+    window: Int[Array, " n_iterations"]
 
 
 def shac_train(
     task: ShacTask,
-    policy_params,
-    key,
+    policy_params: PyTree,
+    key: Key,
     *,
     horizon: int,
     n_iterations: int,
     n_envs: int = 8,
-    learning_rate=1e-2,
-    max_grad_norm=1.0,
-    gamma=0.99,
-    td_lambda=1.0,
-    critic_ridge=1e-6,
-    critic_tau=0.5,
-    policy: Callable = mlp_policy,
-    features: Callable = quadratic_features,
+    learning_rate: float | Scalar = 1e-2,
+    max_grad_norm: float | Scalar = 1.0,
+    gamma: ScalarLike = 0.99,
+    td_lambda: ScalarLike = 1.0,
+    critic_ridge: ScalarLike = 1e-6,
+    critic_tau: ScalarLike = 0.5,
+    policy: Policy = mlp_policy,
+    features: Features = quadratic_features,
     optimizer: Optional[optax.GradientTransformation] = None,
 ) -> ShacResult:
     r"""Optimise a policy with short-horizon differentiable rollouts and a learned critic (SHAC style).

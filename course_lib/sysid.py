@@ -27,16 +27,23 @@ condition number independent of the parameters' units.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from course_lib._types import Array, ArrayLike, Controls, Float, Int, Params, Scalar, ScalarLike, State, Step
 from course_lib._validate import check_finite, is_concrete
 from course_lib.rollout import rollout
 from course_lib.sensitivity import parameter_sensitivities
+from course_lib.systems import FrictionBlockParams
+
+#: State weights of :func:`sysid_loss`: ``None``, ``(nx,)`` or ``(N+1, nx)`` (a tuple of floats works too).
+Weights = Float[ArrayLike, " nx"] | Float[ArrayLike, "N+1 nx"] | Sequence[float] | None
+#: Parameter bounds of :func:`fit_parameters`: a scalar or ``(n_fit,)``.
+Bounds = ScalarLike | Float[ArrayLike, " n_fit"] | Sequence[float] | None
 
 #: The parameters of :class:`~course_lib.systems.FrictionBlockParams` identified by default.
 FRICTION_FIELDS = ("mass", "damping", "coulomb")
@@ -114,7 +121,9 @@ def _bounds(lower, upper, n, dtype, owner):
 # --- public API -----------------------------------------------------------------------------
 
 
-def sysid_loss(step: Callable, p, x0, us, xs_measured, weights=None):
+def sysid_loss(
+    step: Step, p: Params, x0: State, us: Controls, xs_measured: Float[Array, "N+1 nx"], weights: Weights = None
+) -> Scalar:
     r"""Sum of squared (weighted) state errors :math:`J = \sum_k\sum_i W_{ki}(x_{k,i}(p) - \hat x_{k,i})^2`.
 
     Args:
@@ -147,24 +156,24 @@ class SysIdResult(NamedTuple):
     """
 
     params: NamedTuple
-    loss: jax.Array
-    history: jax.Array
-    grad_norm: jax.Array
-    final_loss: jax.Array
+    loss: Float[Array, " n_iterations"]
+    history: Float[Array, "n_iterations n_fit"]
+    grad_norm: Float[Array, " n_iterations"]
+    final_loss: Scalar
 
 
 def fit_parameters(
-    step: Callable,
-    p_init,
-    x0,
-    us,
-    xs_measured,
+    step: Step,
+    p_init: NamedTuple,
+    x0: State,
+    us: Controls,
+    xs_measured: Float[Array, "N+1 nx"],
     *,
     fields: Sequence[str] = FRICTION_FIELDS,
-    lower=None,
-    upper=None,
-    weights=None,
-    learning_rate=0.1,
+    lower: Bounds = None,
+    upper: Bounds = None,
+    weights: Weights = None,
+    learning_rate: float | Scalar = 0.1,
     n_iterations: int = 500,
     optimizer: Optional[optax.GradientTransformation] = None,
 ) -> SysIdResult:
@@ -224,7 +233,8 @@ def fit_parameters(
         z, opt_state = carry
         loss, g = value_and_grad(z)
         updates, opt_state = optimizer.update(g, opt_state, z)
-        z_next = jnp.clip(optax.apply_updates(z, updates), z_lo, z_hi)
+        # optax types apply_updates on pytrees (optax.Params); on an array it returns an array
+        z_next = jnp.clip(optax.apply_updates(z, updates), z_lo, z_hi)  # pyright: ignore[reportArgumentType]
         return (z_next, opt_state), (loss, jnp.exp(z), jnp.linalg.norm(g))
 
     z0 = jnp.clip(jnp.log(theta0), z_lo, z_hi)
@@ -245,13 +255,13 @@ class Identifiability(NamedTuple):
         sensitivities: the stacked (weighted, scaled) matrix, ``((N+1) * nx, n_fit)``.
     """
 
-    singular_values: jax.Array
-    rank: jax.Array
-    condition_number: jax.Array
-    directions: jax.Array
-    sensitivities: jax.Array
+    singular_values: Float[Array, " n_fit"]
+    rank: Int[Array, ""]
+    condition_number: Scalar
+    directions: Float[Array, "n_fit n_fit"]
+    sensitivities: Float[Array, "(N+1)*nx n_fit"]
 
-    def null_space(self):
+    def null_space(self) -> np.ndarray:
         """Host-side: the null-space directions ``directions[rank:]``, shape ``(n_fit - rank, n_fit)``."""
         return np.asarray(self.directions)[int(self.rank) :]
 
@@ -261,15 +271,15 @@ class Identifiability(NamedTuple):
 
 
 def identifiability(
-    step: Callable,
-    p,
-    x0,
-    us,
+    step: Step,
+    p: NamedTuple,
+    x0: State,
+    us: Controls,
     *,
     fields: Sequence[str] = FRICTION_FIELDS,
-    weights=None,
+    weights: Weights = None,
     relative: bool = True,
-    rtol=1e-6,
+    rtol: float = 1e-6,
 ) -> Identifiability:
     r"""Rank, conditioning and null space of the stacked sensitivities :math:`\partial x_k/\partial\theta` (S04.2.5).
 
@@ -317,7 +327,13 @@ def identifiability(
 # --- excitation signals for the friction block ---------------------------------------------
 
 
-def multisine(n_steps: int, dt, amplitudes, frequencies, phases=None):
+def multisine(
+    n_steps: int,
+    dt: float,
+    amplitudes: Float[ArrayLike, "*n_sines"] | Sequence[float],
+    frequencies: Float[ArrayLike, "*n_sines"] | Sequence[float],
+    phases: Float[ArrayLike, "*n_sines"] | Sequence[float] | None = None,
+) -> Float[Array, "N 1"]:
     r"""Sum-of-sines input :math:`u(t_k) = \sum_j a_j\sin(\omega_j t_k + \varphi_j)`, :math:`t_k = k\,dt`, shape ``(N, 1)``.
 
     A rich excitation: several frequencies and amplitudes large enough to make the block
@@ -334,11 +350,13 @@ def multisine(n_steps: int, dt, amplitudes, frequencies, phases=None):
     return jnp.sum(a * jnp.sin(t[:, None] * w + ph), axis=1, keepdims=True)
 
 
-def friction_balance_force(p, velocity):
+def friction_balance_force(p: FrictionBlockParams, velocity: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     r"""Force that holds the friction block at constant velocity: :math:`u = b v + f_c\tanh(v/v_s)`.
 
     Under this input, started at :math:`v`, the block never accelerates: the mass leaves no
     trace and damping and Coulomb friction enter only through their sum at one speed, so the
     stacked sensitivities have rank 1 (a poor excitation).
     """
-    return p.damping * velocity + p.coulomb * jnp.tanh(velocity / p.v_smooth)
+    # a NumPy velocity makes the first term an ndarray; ndarray + jax.Array is a jax.Array (its
+    # __array_priority__), which NumPy's stubs cannot express
+    return p.damping * velocity + p.coulomb * jnp.tanh(velocity / p.v_smooth)  # pyright: ignore[reportReturnType]

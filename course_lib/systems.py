@@ -9,14 +9,16 @@ semi-implicit Euler can split them. Each model is also described by a
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import jax.numpy as jnp
+
+from course_lib._types import Array, ArrayLike, Dynamics, Energy, Float, Scalar
 
 from course_lib._validate import check_vector, lookup
 
 
-def _checked(x, u, nx: int, nu: int, owner: str):
+def _checked(x: ArrayLike, u: ArrayLike, nx: int, nu: int, owner: str) -> tuple[Array, Array]:
     check_vector(x, nx, "state x", owner)
     check_vector(u, nu, "input u", owner)
     return jnp.asarray(x), jnp.asarray(u)
@@ -31,7 +33,7 @@ class ScalarLinearParams(NamedTuple):
     a: float = -1.0
 
 
-def scalar_linear(x, u, p: ScalarLinearParams):
+def scalar_linear(x: Float[ArrayLike, "1"], u: Float[ArrayLike, "1"], p: ScalarLinearParams) -> Float[Array, "1"]:
     r"""Scalar test equation :math:`\dot x = a x + u` (S04.3.1).
 
     Args:
@@ -52,7 +54,9 @@ class DoubleIntegratorParams(NamedTuple):
     mass: float = 1.0
 
 
-def double_integrator(x, u, p: DoubleIntegratorParams):
+def double_integrator(
+    x: Float[ArrayLike, "2"], u: Float[ArrayLike, "1"], p: DoubleIntegratorParams
+) -> Float[Array, "2"]:
     r"""Double integrator :math:`\dot q = v,\ \dot v = u/m` (S04.1.5, S04.2.6).
 
     Args:
@@ -64,7 +68,7 @@ def double_integrator(x, u, p: DoubleIntegratorParams):
     return jnp.stack([x[1], u[0] / p.mass])
 
 
-def double_integrator_energy(x, p: DoubleIntegratorParams):
+def double_integrator_energy(x: Float[Array, "2"], p: DoubleIntegratorParams) -> Scalar:
     """Kinetic energy :math:`\\tfrac12 m v^2`."""
     return 0.5 * p.mass * x[1] ** 2
 
@@ -81,7 +85,7 @@ class PendulumParams(NamedTuple):
     damping: float = 0.1
 
 
-def pendulum(x, u, p: PendulumParams):
+def pendulum(x: Float[ArrayLike, "2"], u: Float[ArrayLike, "1"], p: PendulumParams) -> Float[Array, "2"]:
     r"""Damped pendulum, angle from the downward vertical.
 
     .. math:: m l^2 \ddot\theta = -m g l \sin\theta - b\dot\theta + u
@@ -97,7 +101,7 @@ def pendulum(x, u, p: PendulumParams):
     return jnp.stack([x[1], acc])
 
 
-def pendulum_energy(x, p: PendulumParams):
+def pendulum_energy(x: Float[Array, "2"], p: PendulumParams) -> Scalar:
     r""":math:`\tfrac12 m l^2\omega^2 + m g l (1-\cos\theta)`."""
     return 0.5 * p.mass * p.length**2 * x[1] ** 2 + p.mass * p.gravity * p.length * (1 - jnp.cos(x[0]))
 
@@ -114,7 +118,7 @@ class CartPoleParams(NamedTuple):
     gravity: float = 9.81
 
 
-def cart_pole(x, u, p: CartPoleParams):
+def cart_pole(x: Float[ArrayLike, "4"], u: Float[ArrayLike, "1"], p: CartPoleParams) -> Float[Array, "4"]:
     r"""Cart-pole (Barto et al. 1983 form), pole angle from the upright vertical.
 
     .. math::
@@ -137,7 +141,7 @@ def cart_pole(x, u, p: CartPoleParams):
     return jnp.stack([sd, thd, s_acc, th_acc])
 
 
-def cart_pole_energy(x, p: CartPoleParams):
+def cart_pole_energy(x: Float[Array, "4"], p: CartPoleParams) -> Scalar:
     """Kinetic plus potential energy (pole as a uniform rod of half length ``half``)."""
     _, th, sd, thd = x
     m_p, half = p.pole_mass, p.pole_length
@@ -157,7 +161,7 @@ class SpringDamperParams(NamedTuple):
     stiffness: float = 10.0
 
 
-def spring_damper(x, u, p: SpringDamperParams):
+def spring_damper(x: Float[ArrayLike, "2"], u: Float[ArrayLike, "1"], p: SpringDamperParams) -> Float[Array, "2"]:
     r"""Mass-spring-damper :math:`m\ddot q = u - b\dot q - k q` (end-of-chapter exercise A).
 
     Args:
@@ -169,7 +173,7 @@ def spring_damper(x, u, p: SpringDamperParams):
     return jnp.stack([x[1], (u[0] - p.damping * x[1] - p.stiffness * x[0]) / p.mass])
 
 
-def spring_damper_energy(x, p: SpringDamperParams):
+def spring_damper_energy(x: Float[Array, "2"], p: SpringDamperParams) -> Scalar:
     r""":math:`\tfrac12 m v^2 + \tfrac12 k q^2`."""
     return 0.5 * p.mass * x[1] ** 2 + 0.5 * p.stiffness * x[0] ** 2
 
@@ -187,7 +191,7 @@ class TwoMassParams(NamedTuple):
     damping: float = 0.0
 
 
-def two_mass_spring(x, u, p: TwoMassParams):
+def two_mass_spring(x: Float[ArrayLike, "4"], u: Float[ArrayLike, "2"], p: TwoMassParams) -> Float[Array, "4"]:
     r"""Two masses in a chain: wall, spring ``k_wall``, mass 1, spring ``k``, mass 2 (S04.3 exercise 2).
 
     .. math::
@@ -207,7 +211,7 @@ def two_mass_spring(x, u, p: TwoMassParams):
     return jnp.stack([v1, v2, a1, a2])
 
 
-def two_mass_spring_energy(x, p: TwoMassParams):
+def two_mass_spring_energy(x: Float[Array, "4"], p: TwoMassParams) -> Scalar:
     """Kinetic plus elastic energy of both springs."""
     q1, q2, v1, v2 = x
     return 0.5 * (p.mass1 * v1**2 + p.mass2 * v2**2 + p.k_wall * q1**2 + p.k * (q2 - q1) ** 2)
@@ -223,7 +227,7 @@ class LIPMParams(NamedTuple):
     height: float = 0.8
 
 
-def lipm(x, u, p: LIPMParams):
+def lipm(x: Float[ArrayLike, "2"], u: Float[ArrayLike, "1"], p: LIPMParams) -> Float[Array, "2"]:
     r"""Linear inverted pendulum with the ZMP as input: :math:`\ddot c = \omega^2 (c - p_{zmp})`, :math:`\omega=\sqrt{g/h}`.
 
     Args:
@@ -248,7 +252,7 @@ class FrictionBlockParams(NamedTuple):
     v_smooth: float = 0.01
 
 
-def friction_block(x, u, p: FrictionBlockParams):
+def friction_block(x: Float[ArrayLike, "2"], u: Float[ArrayLike, "1"], p: FrictionBlockParams) -> Float[Array, "2"]:
     r"""Block pushed along a surface (S04.1 exercise 2, system identification).
 
     .. math:: m\dot v = u - b v - f_c \tanh(v / v_s)
@@ -265,7 +269,7 @@ def friction_block(x, u, p: FrictionBlockParams):
     return jnp.stack([x[1], (u[0] - friction) / p.mass])
 
 
-def friction_block_energy(x, p: FrictionBlockParams):
+def friction_block_energy(x: Float[Array, "2"], p: FrictionBlockParams) -> Scalar:
     """Kinetic energy :math:`\\tfrac12 m v^2`."""
     return 0.5 * p.mass * x[1] ** 2
 
@@ -286,12 +290,12 @@ class System(NamedTuple):
     """
 
     name: str
-    dynamics: Callable
+    dynamics: Dynamics
     params: NamedTuple
     nx: int
     nu: int
     nq: Optional[int]
-    energy: Optional[Callable]
+    energy: Optional[Energy]
 
 
 SYSTEMS = {

@@ -13,13 +13,26 @@ projecting (clipping) the inputs after every step. The loop is one ``lax.scan``.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from course_lib._types import (
+    Array,
+    ArrayLike,
+    Controls,
+    Float,
+    Params,
+    Scalar,
+    StageCost,
+    State,
+    States,
+    Step,
+    TerminalCost,
+)
 from course_lib._validate import is_concrete
 from course_lib.rollout import _zero_terminal, rollout, rollout_cost
 
@@ -35,26 +48,26 @@ class TrajOptResult(NamedTuple):
         final_loss: :math:`L` at ``us``, scalar.
     """
 
-    us: jax.Array
-    xs: jax.Array
-    loss: jax.Array
-    grad_norm: jax.Array
-    final_loss: jax.Array
+    us: Controls
+    xs: States
+    loss: Float[Array, " n_iterations"]
+    grad_norm: Float[Array, " n_iterations"]
+    final_loss: Scalar
 
 
 def optimize_controls(
-    step: Callable,
-    x0,
-    us_init,
-    p,
-    stage_cost: Callable,
-    terminal_cost: Callable = _zero_terminal,
+    step: Step,
+    x0: State,
+    us_init: Float[ArrayLike, "N nu"],
+    p: Params,
+    stage_cost: StageCost,
+    terminal_cost: TerminalCost = _zero_terminal,
     *,
-    learning_rate=0.05,
+    learning_rate: float | Scalar = 0.05,
     n_iterations: int = 200,
-    max_grad_norm=None,
-    u_lower=None,
-    u_upper=None,
+    max_grad_norm: float | Scalar | None = None,
+    u_lower: Float[ArrayLike, "*nu"] | None = None,
+    u_upper: Float[ArrayLike, "*nu"] | None = None,
     gradient: str = "store_all",
     optimizer: Optional[optax.GradientTransformation] = None,
 ) -> TrajOptResult:
@@ -108,7 +121,8 @@ def optimize_controls(
         us, opt_state = carry
         loss, g = value_and_grad(us)
         updates, opt_state = optimizer.update(g, opt_state, us)
-        us = jnp.clip(optax.apply_updates(us, updates), lo, hi)
+        # optax types apply_updates on pytrees (optax.Params); on an array it returns an array
+        us = jnp.clip(optax.apply_updates(us, updates), lo, hi)  # pyright: ignore[reportArgumentType]
         return (us, opt_state), (loss, optax.tree.norm(g))
 
     (us, _), (losses, grad_norms) = jax.lax.scan(body, (us0, optimizer.init(us0)), None, length=n_iterations)
