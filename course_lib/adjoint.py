@@ -114,7 +114,7 @@ def adjoint_gradients(
         stage_cost: ``ell(x, u, p) -> scalar``.
         terminal_cost: ``ell_N(x, p) -> scalar``.
     """
-    check_finite((x0, us, p), "x0, us or p", "adjoint_gradients")
+    x0, us, p = check_finite((x0, us, p), "x0, us or p", "adjoint_gradients")
     loss, xs = forward_pass(step, stage_cost, terminal_cost, x0, us, p)
     lambdas, grad_us, grad_p = backward_pass(step, stage_cost, terminal_cost, xs, us, p)
     return AdjointResult(loss, xs, lambdas, grad_us, grad_p)

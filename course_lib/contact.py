@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from course_lib._types import Array, ArrayLike, ContactLaw, Float, Int, ScalarLike
-from course_lib._validate import check_positive_step, is_concrete, lookup
+from course_lib._validate import check_positive_step, check_values, lookup
 
 #: Projected Gauss–Seidel sweeps used by :func:`solve_contact` unless told otherwise.
 DEFAULT_CONTACT_ITERATIONS = 50
@@ -66,25 +66,16 @@ Gap = Float[Array, "*shape"] | Float[np.ndarray, "*shape"] | float
 # --- input checks ---------------------------------------------------------------------------
 
 
-def _check_values(value, name: str, owner: str, ok, requirement: str) -> None:
-    """Raise ``ValueError`` when a concrete ``value`` is not finite or ``ok(value)`` fails anywhere."""
-    if not is_concrete(value):
-        return
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)) or not np.all(ok(arr)):
-        raise ValueError(f"{owner}: {name} must be {requirement}, got {value!r}")
+def _check_nonnegative(value, name: str, owner: str):
+    return check_values(value, lambda a: (a >= 0) & (a < np.inf), f"{owner}: {name} must be non-negative and finite")
 
 
-def _check_nonnegative(value, name: str, owner: str) -> None:
-    _check_values(value, name, owner, lambda a: a >= 0, "non-negative and finite")
+def _check_positive(value, name: str, owner: str):
+    return check_values(value, lambda a: (a > 0) & (a < np.inf), f"{owner}: {name} must be positive and finite")
 
 
-def _check_positive(value, name: str, owner: str) -> None:
-    _check_values(value, name, owner, lambda a: a > 0, "positive and finite")
-
-
-def _check_restitution(value, owner: str) -> None:
-    _check_values(value, "restitution e", owner, lambda a: (a >= 0) & (a <= 1), "in [0, 1]")
+def _check_restitution(value, owner: str):
+    return check_values(value, lambda a: (a >= 0) & (a <= 1), f"{owner}: restitution e must be in [0, 1]")
 
 
 # --- smooth building blocks -----------------------------------------------------------------
@@ -104,7 +95,7 @@ def softplus(z: Float[ArrayLike, "*shape"], beta: Float[ArrayLike, "*shape"]) ->
     Returns:
         Array of the broadcast shape of ``z`` and ``beta``.
     """
-    _check_positive(beta, "beta", "softplus")
+    beta = _check_positive(beta, "beta", "softplus")
     return jax.nn.softplus(beta * z) / beta
 
 
@@ -138,7 +129,7 @@ def sigmoid_step(z: Float[ArrayLike, "*shape"], alpha: Float[ArrayLike, "*shape"
     Returns:
         Array of the broadcast shape of ``z`` and ``alpha``.
     """
-    _check_positive(alpha, "alpha", "sigmoid_step")
+    alpha = _check_positive(alpha, "alpha", "sigmoid_step")
     return jax.nn.sigmoid(alpha * z)
 
 
@@ -198,7 +189,7 @@ def relaxed_complementarity(q: Float[ArrayLike, "*shape"], kappa: Float[ArrayLik
     Returns:
         ``y`` of the broadcast shape, strictly positive.
     """
-    _check_positive(kappa, "kappa", "relaxed_complementarity")
+    kappa = _check_positive(kappa, "kappa", "relaxed_complementarity")
     q, kappa = jnp.asarray(q), jnp.asarray(kappa)
     dtype = jnp.result_type(q, kappa, float)
     q, kappa = jnp.broadcast_arrays(q.astype(dtype), kappa.astype(dtype))
@@ -232,8 +223,8 @@ def penalty_force(phi: Gap, phi_dot: Gap, stiffness: ScalarLike, damping: Scalar
     Returns:
         :math:`\lambda_n \ge 0`, shape of ``phi``.
     """
-    _check_nonnegative(stiffness, "stiffness", "penalty_force")
-    _check_nonnegative(damping, "damping", "penalty_force")
+    stiffness = _check_nonnegative(stiffness, "stiffness", "penalty_force")
+    damping = _check_nonnegative(damping, "damping", "penalty_force")
     d = jnp.maximum(0.0, -phi)
     return jnp.maximum(0.0, stiffness * d + damping * _gated_rate(phi, phi_dot))
 
@@ -262,9 +253,9 @@ def softplus_clamp_force(
     Returns:
         :math:`\lambda_n > 0`, shape of ``phi``.
     """
-    _check_nonnegative(stiffness, "stiffness", "softplus_clamp_force")
-    _check_nonnegative(damping, "damping", "softplus_clamp_force")
-    _check_positive(beta, "beta", "softplus_clamp_force")
+    stiffness = _check_nonnegative(stiffness, "stiffness", "softplus_clamp_force")
+    damping = _check_nonnegative(damping, "damping", "softplus_clamp_force")
+    beta = _check_positive(beta, "beta", "softplus_clamp_force")
     d = jnp.maximum(0.0, -phi)
     return jax.nn.softplus(beta * (stiffness * d + damping * _gated_rate(phi, phi_dot))) / beta
 
@@ -296,9 +287,9 @@ def softplus_penetration_force(
     Returns:
         :math:`\lambda_n \ge 0`, shape of ``phi``.
     """
-    _check_nonnegative(stiffness, "stiffness", "softplus_penetration_force")
-    _check_nonnegative(damping, "damping", "softplus_penetration_force")
-    _check_positive(beta, "beta", "softplus_penetration_force")
+    stiffness = _check_nonnegative(stiffness, "stiffness", "softplus_penetration_force")
+    damping = _check_nonnegative(damping, "damping", "softplus_penetration_force")
+    beta = _check_positive(beta, "beta", "softplus_penetration_force")
     d = jax.nn.softplus(-beta * phi) / beta
     d_dot = -phi_dot * jax.nn.sigmoid(-beta * phi)
     return jnp.maximum(0.0, stiffness * d + damping * d_dot)
@@ -328,10 +319,10 @@ def smooth_contact_force(
     Returns:
         :math:`\lambda_n > 0`, shape of ``phi``.
     """
-    _check_nonnegative(stiffness, "stiffness", "smooth_contact_force")
-    _check_nonnegative(damping, "damping", "smooth_contact_force")
-    _check_positive(force_beta, "force_beta", "smooth_contact_force")
-    _check_positive(gap_beta, "gap_beta", "smooth_contact_force")
+    stiffness = _check_nonnegative(stiffness, "stiffness", "smooth_contact_force")
+    damping = _check_nonnegative(damping, "damping", "smooth_contact_force")
+    force_beta = _check_positive(force_beta, "force_beta", "smooth_contact_force")
+    gap_beta = _check_positive(gap_beta, "gap_beta", "smooth_contact_force")
     d = jax.nn.softplus(-gap_beta * phi) / gap_beta
     d_dot = -phi_dot * jax.nn.sigmoid(-gap_beta * phi)
     return jax.nn.softplus(force_beta * (stiffness * d + damping * d_dot)) / force_beta
@@ -558,9 +549,9 @@ def solve_contact(
         raise ValueError(f"{owner}: W must have shape ({2 * nc}, {2 * nc}), got shape {jnp.shape(W)}")
     if int(iterations) < 1:
         raise ValueError(f"{owner}: iterations must be >= 1, got {iterations}")
-    _check_nonnegative(mu, "friction coefficient mu", owner)
-    _check_nonnegative(kappa, "kappa", owner)
-    _check_nonnegative(regularization, "regularization", owner)
+    mu = _check_nonnegative(mu, "friction coefficient mu", owner)
+    kappa = _check_nonnegative(kappa, "kappa", owner)
+    regularization = _check_nonnegative(regularization, "regularization", owner)
     dtype = jnp.result_type(W, w0, mu, kappa, float)
     W, w0, mu, kappa = (jnp.asarray(a, dtype) for a in (W, w0, mu, kappa))
     return _solve_and_report(W, w0, mu, kappa, int(iterations), float(regularization), gradient)
@@ -631,7 +622,7 @@ def complementarity_step(
         for mean forces).
     """
     owner = "complementarity_step"
-    check_positive_step(h, owner)
+    h = check_positive_step(h, owner)
     lookup(CONTACT_GRADIENTS, gradient, "contact gradient mode")
     n = jnp.shape(v)[0] if jnp.ndim(v) == 1 else -1
     nc = jnp.shape(phi)[0] if jnp.ndim(phi) == 1 else -1
@@ -644,9 +635,9 @@ def complementarity_step(
         )
     if int(iterations) < 1:
         raise ValueError(f"{owner}: iterations must be >= 1, got {iterations}")
-    _check_nonnegative(mu, "friction coefficient mu", owner)
-    _check_nonnegative(kappa, "kappa", owner)
-    _check_nonnegative(regularization, "regularization", owner)
+    mu = _check_nonnegative(mu, "friction coefficient mu", owner)
+    kappa = _check_nonnegative(kappa, "kappa", owner)
+    regularization = _check_nonnegative(regularization, "regularization", owner)
     dtype = jnp.result_type(v, M, f, Jn, Jt, phi, mu, h, kappa, gap_factor, float)
     arrays = (jnp.asarray(a, dtype) for a in (v, M, f, Jn, Jt, phi, mu, h, kappa, gap_factor))
     return _complementarity_step(*arrays, int(iterations), float(regularization), gradient)
@@ -708,8 +699,8 @@ def impact_step(
         (0 flight, 1 impact inside the step, 2 rest).
     """
     owner = "impact_step"
-    check_positive_step(h, owner)
-    _check_restitution(restitution, owner)
+    h = check_positive_step(h, owner)
+    restitution = _check_restitution(restitution, owner)
     y, v = x[0], x[1]
     a, e = gravity, restitution
     y_free = y + v * h - 0.5 * a * h * h
@@ -759,8 +750,8 @@ def naive_impact_step(
     Returns:
         ``(x_next, mode)``: shape ``(2,)`` and an ``int32`` scalar (0 flight, 1 impact).
     """
-    check_positive_step(h, "naive_impact_step")
-    _check_restitution(restitution, "naive_impact_step")
+    h = check_positive_step(h, "naive_impact_step")
+    restitution = _check_restitution(restitution, "naive_impact_step")
     v_free = x[1] - gravity * h
     y_free = x[0] + h * v_free
     hit = y_free < 0

@@ -147,12 +147,12 @@ def hard_ball_step(h: ScalarLike, *, with_record: bool = False) -> Step | Record
     Returns:
         ``step(x, u, p: HardBallParams)``.
     """
-    check_positive_step(h, "hard_ball_step")
+    h = check_positive_step(h, "hard_ball_step")
 
     def step(x, u, p: HardBallParams):
         check_vector(x, 2, "state x", "hard_ball_step")
         check_vector(u, 1, "input u", "hard_ball_step")
-        _check_positive(p.mass, "mass", "hard_ball_step")
+        p = p._replace(mass=_check_positive(p.mass, "mass", "hard_ball_step"))
         accel = p.gravity - u[0] / p.mass
         x_next, mode = impact_step(x, h, accel, p.restitution)
         impulse = p.mass * (x_next[1] - x[1] + accel * h)
@@ -291,7 +291,7 @@ def sliding_block_step(
         ``step(x, u, p: SlidingBlockParams)``.
     """
     owner = "sliding_block_step"
-    check_positive_step(h, owner)
+    h = check_positive_step(h, owner)
     solver_options = dict(
         gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient
     )
@@ -299,8 +299,8 @@ def sliding_block_step(
     def step(x, u, p: SlidingBlockParams):
         check_vector(x, 4, "state x", owner)
         check_vector(u, 1, "input u", owner)
-        _check_positive(p.mass, "mass", owner)
-        _check_nonnegative(p.friction, "friction coefficient mu", owner)
+        p = p._replace(mass=_check_positive(p.mass, "mass", owner))
+        p = p._replace(friction=_check_nonnegative(p.friction, "friction coefficient mu", owner))
         dtype = x.dtype
         force = jnp.stack([u[0], -p.mass * p.gravity]).astype(dtype)
         Jn = jnp.array([[0.0, 1.0]], dtype)
@@ -365,7 +365,7 @@ def box_wall_step(
         ``step(x, u, p: BoxWallParams)``.
     """
     owner = "box_wall_step"
-    check_positive_step(h, owner)
+    h = check_positive_step(h, owner)
     solver_options = dict(
         gap_factor=gap_factor, iterations=iterations, regularization=regularization, gradient=gradient
     )
@@ -373,9 +373,9 @@ def box_wall_step(
     def step(x, u, p: BoxWallParams):
         check_vector(x, 4, "state x", owner)
         check_vector(u, 2, "input u", owner)
-        _check_positive(p.mass, "mass", owner)
-        _check_nonnegative(p.floor_friction, "floor friction coefficient", owner)
-        _check_nonnegative(p.wall_friction, "wall friction coefficient", owner)
+        p = p._replace(mass=_check_positive(p.mass, "mass", owner))
+        p = p._replace(floor_friction=_check_nonnegative(p.floor_friction, "floor friction coefficient", owner))
+        p = p._replace(wall_friction=_check_nonnegative(p.wall_friction, "wall friction coefficient", owner))
         dtype = x.dtype
         force = (u + jnp.stack([0.0, -p.mass * p.gravity])).astype(dtype)
         Jn = jnp.array([[0.0, 1.0], [-1.0, 0.0]], dtype)

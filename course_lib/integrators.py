@@ -25,7 +25,7 @@ def explicit_euler(f: Dynamics, h: ScalarLike) -> Step:
 
     Its Jacobian is :math:`A_k = I + h f_x`; on :math:`\dot x = a x` the amplification is :math:`1 + ha`.
     """
-    check_positive_step(h, "explicit_euler")
+    h = check_positive_step(h, "explicit_euler")
 
     def step(x: State, u: Control, p: Params) -> State:
         return x + h * f(x, u, p)
@@ -46,7 +46,7 @@ def semi_implicit_euler(f: Dynamics, h: ScalarLike, nq: Optional[int] = None) ->
         h: step size.
         nq: number of positions; defaults to half the state size.
     """
-    check_positive_step(h, "semi_implicit_euler")
+    h = check_positive_step(h, "semi_implicit_euler")
 
     def step(x: State, u: Control, p: Params) -> State:
         n = x.shape[0]
@@ -63,7 +63,7 @@ def semi_implicit_euler(f: Dynamics, h: ScalarLike, nq: Optional[int] = None) ->
 
 def explicit_midpoint(f: Dynamics, h: ScalarLike) -> Step:
     r"""Explicit midpoint rule, order 2: :math:`x_{k+1} = x_k + h f(x_k + \tfrac h2 f(x_k))`."""
-    check_positive_step(h, "explicit_midpoint")
+    h = check_positive_step(h, "explicit_midpoint")
 
     def step(x: State, u: Control, p: Params) -> State:
         return x + h * f(x + 0.5 * h * f(x, u, p), u, p)
@@ -78,7 +78,7 @@ def rk4(f: Dynamics, h: ScalarLike) -> Step:
         k_1 = f(x_k),\ k_2 = f(x_k + \tfrac h2 k_1),\ k_3 = f(x_k + \tfrac h2 k_2),\ k_4 = f(x_k + h k_3),\quad
         x_{k+1} = x_k + \tfrac h6 (k_1 + 2k_2 + 2k_3 + k_4)
     """
-    check_positive_step(h, "rk4")
+    h = check_positive_step(h, "rk4")
 
     def step(x: State, u: Control, p: Params) -> State:
         k1 = f(x, u, p)
@@ -109,7 +109,7 @@ def implicit_euler(f: Dynamics, h: ScalarLike, newton_iterations: int = DEFAULT_
     :math:`A_k = (I - h f_x(x_{k+1}))^{-1}`, applied as a linear solve
     (see :mod:`course_lib.implicit`). On :math:`\dot x = a x` the amplification is :math:`1/(1-ha)`.
     """
-    check_positive_step(h, "implicit_euler")
+    h = check_positive_step(h, "implicit_euler")
 
     def residual(y, args):
         x, u, p = args
@@ -125,7 +125,7 @@ def implicit_midpoint(f: Dynamics, h: ScalarLike, newton_iterations: int = DEFAU
     invariants exactly (the energy of linear springs) and has no energy drift on
     Hamiltonian systems. Differentiated like :func:`implicit_euler`.
     """
-    check_positive_step(h, "implicit_midpoint")
+    h = check_positive_step(h, "implicit_midpoint")
 
     def residual(y, args):
         x, u, p = args

@@ -28,6 +28,7 @@ from course_lib.adjoint import backward_pass, forward_pass
 
 
 def _check_rollout_inputs(step, x0, us, p, owner):
+    """``(x0, us, p)``, checked: shapes now, finiteness now or (traced) when the program runs."""
     if jnp.ndim(x0) != 1:
         raise ValueError(f"{owner}: x0 must be a state vector of shape (nx,), got shape {jnp.shape(x0)}")
     if jnp.ndim(us) != 2:
@@ -35,12 +36,12 @@ def _check_rollout_inputs(step, x0, us, p, owner):
     out = jax.eval_shape(step, x0, us[0], p)
     if out.shape != jnp.shape(x0):
         raise ValueError(f"{owner}: step maps a state of shape {jnp.shape(x0)} to shape {out.shape}")
-    check_finite((x0, us, p), "x0, us or p", owner)
+    return check_finite((x0, us, p), "x0, us or p", owner)
 
 
 def rollout(step: Step, x0: State, us: Controls, p: Params) -> States:
     """Trajectory ``xs`` of shape ``(N+1, nx)`` with ``xs[0] = x0`` and ``xs[k+1] = step(xs[k], us[k], p)``."""
-    _check_rollout_inputs(step, x0, us, p, "rollout")
+    x0, us, p = _check_rollout_inputs(step, x0, us, p, "rollout")
 
     def body(x, u):
         x_next = step(x, u, p)
@@ -174,5 +175,5 @@ def rollout_cost(
         :math:`L = \ell_N(x_N, p) + \sum_{k=0}^{N-1} \ell(x_k, u_k, p)`.
     """
     mode = lookup(GRADIENT_MODES, gradient, "gradient mode")
-    _check_rollout_inputs(step, x0, us, p, "rollout_cost")
+    x0, us, p = _check_rollout_inputs(step, x0, us, p, "rollout_cost")
     return mode(step, stage_cost, terminal_cost, x0, us, p, segment_length)

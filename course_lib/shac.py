@@ -477,7 +477,7 @@ def shac_train(
         raise ValueError(
             f"{owner}: policy must map a state {task.x0.shape} to an input of shape ({task.nu},), got {out.shape}"
         )
-    check_finite(policy_params, "policy_params", owner)
+    policy_params = check_finite(policy_params, "policy_params", owner)
 
     if optimizer is None:
         optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(learning_rate))

@@ -91,6 +91,7 @@ def _weights(weights, shape, owner):
 
 
 def _check_data(x0, us, xs_measured, owner):
+    """``xs_measured``, checked against ``x0`` and ``us`` (shapes now; finiteness now or when traced code runs)."""
     if jnp.ndim(us) != 2:
         raise ValueError(f"{owner}: us must have shape (N, nu), got shape {jnp.shape(us)}")
     expected = (jnp.shape(us)[0] + 1, jnp.shape(x0)[0] if jnp.ndim(x0) == 1 else -1)
@@ -99,7 +100,7 @@ def _check_data(x0, us, xs_measured, owner):
             f"{owner}: xs_measured must have shape (N+1, nx) = {expected} for x0 {jnp.shape(x0)} and us "
             f"{jnp.shape(us)}, got {jnp.shape(xs_measured)}"
         )
-    check_finite(xs_measured, "xs_measured", owner)
+    return check_finite(xs_measured, "xs_measured", owner)
 
 
 def _bounds(lower, upper, n, dtype, owner):
@@ -138,7 +139,7 @@ def sysid_loss(
         scalar :math:`J`.
     """
     owner = "sysid_loss"
-    _check_data(x0, us, xs_measured, owner)
+    xs_measured = _check_data(x0, us, xs_measured, owner)
     w = _weights(weights, jnp.shape(xs_measured), owner)
     xs = rollout(step, x0, us, p)
     return jnp.sum(w * (xs - xs_measured) ** 2)
@@ -208,7 +209,7 @@ def fit_parameters(
     """
     owner = "fit_parameters"
     fields = _fields(p_init, fields, owner)
-    _check_data(x0, us, xs_measured, owner)
+    xs_measured = _check_data(x0, us, xs_measured, owner)
     if not isinstance(n_iterations, (int, np.integer)) or isinstance(n_iterations, bool) or n_iterations < 1:
         raise ValueError(f"{owner}: n_iterations must be a Python int >= 1, got {n_iterations!r}")
     theta0 = _theta(p_init, fields)

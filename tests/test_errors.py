@@ -65,3 +65,44 @@ def test_non_finite_state_or_input(bad):
 def test_checkpoint_plan_rejects_empty_horizon():
     with pytest.raises(ValueError, match="n_steps must be >= 1"):
         cl.checkpoint_plan(0)
+
+
+# --- value checks hold under jit and vmap too (equinox.error_if), and do not change gradients -------
+# A traced value cannot be checked while tracing; the check is compiled into the program and raises
+# when it runs. JAX reports a failed runtime check as an error whose text carries our message.
+
+
+def _raises_at_run_time(fn, *args, match):
+    with pytest.raises(Exception, match=match):
+        jax.block_until_ready(fn(*args))
+
+
+def test_nan_initial_state_is_caught_inside_jit():
+    step = cl.semi_implicit_euler(cl.pendulum, 0.05)
+    rollout = jax.jit(lambda x0: cl.rollout(step, x0, jnp.zeros((5, 1)), P))
+    assert jnp.all(jnp.isfinite(rollout(jnp.array([0.1, 0.0]))))
+    _raises_at_run_time(rollout, jnp.array([jnp.nan, 0.0]), match="x0, us or p contains NaN or Inf")
+
+
+def test_negative_contact_stiffness_is_caught_inside_jit_and_vmap():
+    force = jax.jit(lambda k: cl.penalty_force(-0.01, 0.0, k, 1.0))
+    assert float(force(1000.0)) > 0
+    _raises_at_run_time(force, -1000.0, match="penalty_force: stiffness must be non-negative and finite")
+    batched = jax.jit(jax.vmap(lambda k: cl.penalty_force(-0.01, 0.0, k, 1.0)))
+    _raises_at_run_time(batched, jnp.array([1000.0, -1.0]), match="stiffness must be non-negative")
+
+
+def test_non_positive_traced_step_size_is_caught():
+    final = jax.jit(lambda h: cl.rollout(cl.rk4(cl.pendulum, h), jnp.array([0.1, 0.0]), jnp.zeros((3, 1)), P)[-1])
+    _raises_at_run_time(final, -0.1, match="rk4: step size h must be a positive finite scalar")
+
+
+def test_runtime_checks_leave_values_and_gradients_unchanged():
+    def loss(k):
+        return cl.penalty_force(-0.01, -0.2, k, 3.0) ** 2
+
+    k = 500.0
+    eager, traced = jax.value_and_grad(loss)(k), jax.jit(jax.value_and_grad(loss))(k)
+    assert jnp.allclose(eager[0], traced[0]) and jnp.allclose(eager[1], traced[1])
+    # d/dk (k*0.01 + 3*0.2)^2 = 2 * (0.01 k + 0.6) * 0.01
+    assert jnp.allclose(traced[1], 2 * (0.01 * k + 0.6) * 0.01)
