@@ -44,6 +44,7 @@ TIERS = {
     "test_book.py": ("book", "slow"),
     "test_browser.py": ("book", "browser", "slow"),
     "test_benchmarks_smoke.py": ("slow",),
+    "test_pdf.py": ("pdf",),  # make test-pdf only: reads the PDF that make pdf builds
 }
 
 
