@@ -3,7 +3,7 @@
 * :func:`score_rows` / :func:`write_csv`: one row per student x exercise (notebook), read from the
   gradebook through nbgrader's ``Gradebook`` API: automatic score, manual score, maximum.
 * :func:`overview_figure`: the score distribution per exercise (PNG, matplotlib's Agg backend),
-  with Chinese labels when a CJK font is installed (``fc-list :lang=zh``), English ones otherwise.
+  with Chinese labels in the book's vendored font (or an installed CJK font), English ones without any.
 * :func:`check_feedback`: reads every feedback HTML (``nbgrader generate_feedback``) and reports what a
   student must not see or cannot read: hidden test source, reference data or expected values in
   the output of a graded cell, and feedback that is not in Chinese.
@@ -113,8 +113,18 @@ def write_csv(rows, path: Path) -> Path:
 # --- (b) class overview figure --------------------------------------------------------------------
 
 
+#: the book's own figure font (an OFL subset of Noto Sans CJK SC with all of GB 2312, book/fonts/)
+VENDORED_FONT = Path(__file__).resolve().parents[2] / "book" / "fonts" / "S04SansSC-Regular.otf"
+
+
 def cjk_font() -> str | None:
-    """Path of an installed font with Chinese glyphs (first of ``fc-list :lang=zh``), or None."""
+    """Path of a font with Chinese glyphs: the book's vendored one, else the first of ``fc-list :lang=zh``.
+
+    The vendored font comes first because "a font that knows zh" can be a Traditional Chinese one
+    (TeX Live pulls in AR PL KaitiM Big5), which lacks simplified characters such as 练 and 该.
+    """
+    if VENDORED_FONT.is_file():
+        return str(VENDORED_FONT)
     if not shutil.which("fc-list"):
         return None
     try:
