@@ -34,6 +34,7 @@ from course_lib._types import (
     Step,
     TerminalCost,
 )
+from course_lib._costs import cost_scan
 from course_lib._validate import check_finite
 
 
@@ -60,11 +61,8 @@ def forward_pass(
 ) -> tuple[Scalar, States]:
     """Roll out and accumulate the cost; returns ``(loss, xs)`` with ``xs`` of shape ``(N+1, nx)``."""
 
-    def body(carry, u):
-        x, total = carry
-        return (step(x, u, p), total + stage_cost(x, u, p)), x
-
-    (x_last, total), xs = jax.lax.scan(body, (x0, jnp.zeros((), jnp.result_type(x0, float))), us)
+    x_last, total, xs = cost_scan(step, stage_cost, x0, us, p, keep_states=True)
+    assert xs is not None  # keep_states
     return total + terminal_cost(x_last, p), jnp.concatenate([xs, x_last[None]], axis=0)
 
 

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from course_lib._types import Controls, Params, Scalar, StageCost, State, States, Step, TerminalCost
+from course_lib._costs import cost_scan, zero_terminal_cost
 from course_lib._validate import check_finite, lookup
 from course_lib.adjoint import backward_pass, forward_pass
 
@@ -80,12 +81,8 @@ def checkpoint_plan(n_steps: int, segment_length: Optional[int] = None) -> Check
 
 
 def _cost_scan(step, stage_cost, x, us, p):
-    def body(carry, u):
-        x_, total = carry
-        return (step(x_, u, p), total + stage_cost(x_, u, p)), None
-
-    (x, total), _ = jax.lax.scan(body, (x, jnp.zeros((), jnp.result_type(x, float))), us)
-    return x, total
+    x_last, total, _ = cost_scan(step, stage_cost, x, us, p)
+    return x_last, total
 
 
 def _store_all(step, stage_cost, terminal_cost, x0, us, p, segment_length):
@@ -144,17 +141,13 @@ def _adjoint(step, stage_cost, terminal_cost, x0, us, p, segment_length):
 GRADIENT_MODES = {"store_all": _store_all, "checkpointed": _checkpointed, "adjoint": _adjoint}
 
 
-def _zero_terminal(x: State, p: Params) -> Scalar:
-    return jnp.zeros((), jnp.result_type(x, float))
-
-
 def rollout_cost(
     step: Step,
     x0: State,
     us: Controls,
     p: Params,
     stage_cost: StageCost,
-    terminal_cost: TerminalCost = _zero_terminal,
+    terminal_cost: TerminalCost = zero_terminal_cost,
     *,
     gradient: str = "store_all",
     segment_length: Optional[int] = None,

@@ -34,7 +34,8 @@ from course_lib._types import (
     TerminalCost,
 )
 from course_lib._validate import is_concrete
-from course_lib.rollout import _zero_terminal, rollout, rollout_cost
+from course_lib._costs import zero_terminal_cost
+from course_lib.rollout import rollout, rollout_cost
 
 
 class TrajOptResult(NamedTuple):
@@ -61,7 +62,7 @@ def optimize_controls(
     us_init: Float[ArrayLike, "N nu"],
     p: Params,
     stage_cost: StageCost,
-    terminal_cost: TerminalCost = _zero_terminal,
+    terminal_cost: TerminalCost = zero_terminal_cost,
     *,
     learning_rate: float | Scalar = 0.05,
     n_iterations: int = 200,
