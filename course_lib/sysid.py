@@ -123,15 +123,15 @@ def _bounds(lower, upper, n, dtype, owner):
 
 
 def sysid_loss(
-    step: Step, p: Params, x0: State, us: Controls, xs_measured: Float[Array, "N+1 nx"], weights: Weights = None
+    step: Step, x0: State, us: Controls, p: Params, xs_measured: Float[Array, "N+1 nx"], weights: Weights = None
 ) -> Scalar:
     r"""Sum of squared (weighted) state errors :math:`J = \sum_k\sum_i W_{ki}(x_{k,i}(p) - \hat x_{k,i})^2`.
 
     Args:
         step: ``step(x, u, p) -> x_next``.
-        p: parameter pytree.
         x0: initial state ``(nx,)`` (usually the measured ``xs_measured[0]``).
         us: inputs ``(N, nu)``.
+        p: parameter pytree.
         xs_measured: measured states ``(N+1, nx)``.
         weights: ``None`` (all ones), ``(nx,)`` per-state or ``(N+1, nx)`` per-sample weights, >= 0.
 
@@ -165,9 +165,9 @@ class SysIdResult(NamedTuple):
 
 def fit_parameters(
     step: Step,
-    p_init: NamedTuple,
     x0: State,
     us: Controls,
+    p_init: NamedTuple,
     xs_measured: Float[Array, "N+1 nx"],
     *,
     fields: Sequence[str] = FRICTION_FIELDS,
@@ -192,9 +192,9 @@ def fit_parameters(
 
     Args:
         step: ``step(x, u, p) -> x_next`` (e.g. ``rk4(friction_block, h)``).
-        p_init: initial guess, a NamedTuple; fields not in ``fields`` stay fixed.
         x0: initial state ``(nx,)``.
         us: inputs ``(N, nu)``.
+        p_init: initial guess, a NamedTuple; fields not in ``fields`` stay fixed.
         xs_measured: measured states ``(N+1, nx)``.
         fields: names of the scalar fields to identify (default mass, damping, Coulomb friction).
         lower: lower bounds :math:`\ell \ge 0`, scalar or ``(n_fit,)``; default 0 (positivity only).
@@ -226,7 +226,7 @@ def fit_parameters(
         optimizer = optax.adam(schedule)
 
     def objective(z):
-        return sysid_loss(step, _with(p_init, fields, jnp.exp(z)), x0, us, xs_measured, w)
+        return sysid_loss(step, x0, us, _with(p_init, fields, jnp.exp(z)), xs_measured, w)
 
     value_and_grad = jax.value_and_grad(objective)
 
@@ -273,9 +273,9 @@ class Identifiability(NamedTuple):
 
 def identifiability(
     step: Step,
-    p: NamedTuple,
     x0: State,
     us: Controls,
+    p: NamedTuple,
     *,
     fields: Sequence[str] = FRICTION_FIELDS,
     weights: Weights = None,
@@ -290,9 +290,9 @@ def identifiability(
 
     Args:
         step: ``step(x, u, p) -> x_next``.
-        p: parameters (NamedTuple) at which to linearise (the truth, or the estimate).
         x0: initial state ``(nx,)``.
         us: inputs ``(N, nu)``.
+        p: parameters (NamedTuple) at which to linearise (the truth, or the estimate).
         fields: scalar fields whose identifiability is analysed.
         weights: as in :func:`sysid_loss`.
         relative: scale columns by :math:`\theta_j` (sensitivities to :math:`\log\theta_j`).

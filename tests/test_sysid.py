@@ -38,7 +38,7 @@ def _theta(p):
 
 
 def test_rich_excitation_recovers_mass_damping_and_coulomb_within_one_percent():
-    result = fit_parameters(STEP, GUESS, X0, RICH, XS_RICH, weights=WEIGHTS, learning_rate=0.1, n_iterations=500)
+    result = fit_parameters(STEP, X0, RICH, GUESS, XS_RICH, weights=WEIGHTS, learning_rate=0.1, n_iterations=500)
     np.testing.assert_allclose(_theta(result.params), _theta(TRUE), rtol=1e-2)
     assert float(result.params.v_smooth) == TRUE.v_smooth  # not fitted, untouched
     assert float(result.final_loss) < 1e-4 * float(result.loss[0])
@@ -48,7 +48,7 @@ def test_rich_excitation_recovers_mass_damping_and_coulomb_within_one_percent():
 
 
 def test_rich_excitation_is_identifiable():
-    report = identifiability(STEP, TRUE, X0, RICH)
+    report = identifiability(STEP, X0, RICH, TRUE)
     assert int(report.rank) == 3 and report.identifiable()
     assert np.isfinite(float(report.condition_number)) and float(report.condition_number) < 1e3
     assert report.null_space().shape == (0, 3)
@@ -57,7 +57,7 @@ def test_rich_excitation_is_identifiable():
 
 def test_constant_velocity_is_not_identifiable():
     np.testing.assert_allclose(XS_POOR[:, 1], V0, atol=1e-12)  # the block really does not accelerate
-    report = identifiability(STEP, TRUE, X0_CONST, POOR)
+    report = identifiability(STEP, X0_CONST, POOR, TRUE)
     assert int(report.rank) == 1 and not report.identifiable()
     assert float(report.singular_values[1]) < 1e-10 * float(report.singular_values[0])
     null = report.null_space()
@@ -72,7 +72,7 @@ def test_constant_velocity_is_not_identifiable():
 
 
 def test_poor_excitation_fits_the_data_with_wrong_parameters():
-    result = fit_parameters(STEP, GUESS, X0_CONST, POOR, XS_POOR, n_iterations=200)
+    result = fit_parameters(STEP, X0_CONST, POOR, GUESS, XS_POOR, n_iterations=200)
     assert float(result.final_loss) < 1e-6 * float(result.loss[0])  # a perfect fit ...
     assert abs(float(result.params.mass) - TRUE.mass) > 0.5  # ... with the wrong mass
     balance = float(result.params.damping) * V0 + float(result.params.coulomb)
@@ -82,9 +82,9 @@ def test_poor_excitation_fits_the_data_with_wrong_parameters():
 def test_bounds_are_respected():
     result = fit_parameters(
         STEP,
-        GUESS,
         X0,
         RICH,
+        GUESS,
         XS_RICH,
         weights=WEIGHTS,
         lower=[0.5, 0.3, 0.05],
@@ -98,10 +98,10 @@ def test_bounds_are_respected():
 
 
 def test_loss_value_and_weights():
-    assert float(sysid_loss(STEP, TRUE, X0, RICH, XS_RICH)) == 0.0
+    assert float(sysid_loss(STEP, X0, RICH, TRUE, XS_RICH)) == 0.0
     xs = rollout(STEP, X0, RICH, GUESS)
     expected = float(jnp.sum(WEIGHTS * (xs - XS_RICH) ** 2))
-    np.testing.assert_allclose(float(sysid_loss(STEP, GUESS, X0, RICH, XS_RICH, WEIGHTS)), expected, rtol=1e-12)
+    np.testing.assert_allclose(float(sysid_loss(STEP, X0, RICH, GUESS, XS_RICH, WEIGHTS)), expected, rtol=1e-12)
 
 
 SHORT = 20
@@ -113,14 +113,14 @@ SHORT = 20
 def test_jit_vmap_grad(name):
     us, xs = RICH[:SHORT], XS_RICH[: SHORT + 1]
     fns = {
-        "sysid_loss": (lambda z: sysid_loss(STEP, GUESS._replace(mass=z[0], coulomb=z[1]), X0, us, xs), True),
+        "sysid_loss": (lambda z: sysid_loss(STEP, X0, us, GUESS._replace(mass=z[0], coulomb=z[1]), xs), True),
         "identifiability": (
-            lambda z: identifiability(STEP, TRUE._replace(mass=z[0], coulomb=z[1]), X0, us).singular_values,
+            lambda z: identifiability(STEP, X0, us, TRUE._replace(mass=z[0], coulomb=z[1])).singular_values,
             True,
         ),
         # differentiating the optimisation loop with respect to its initial guess means nothing here
         "fit_parameters": (
-            lambda z: fit_parameters(STEP, GUESS._replace(mass=z[0]), X0, us, xs, n_iterations=3).history,
+            lambda z: fit_parameters(STEP, X0, us, GUESS._replace(mass=z[0]), xs, n_iterations=3).history,
             False,
         ),
         "multisine": (lambda z: multisine(SHORT, DT, z, jnp.array([1.0, 2.0])), True),
@@ -139,18 +139,18 @@ def test_jit_vmap_grad(name):
 
 def test_bad_input_names_the_problem():
     with pytest.raises(ValueError, match=r"lower bounds must be >= 0"):
-        fit_parameters(STEP, GUESS, X0, RICH, XS_RICH, lower=-1.0, n_iterations=2)
+        fit_parameters(STEP, X0, RICH, GUESS, XS_RICH, lower=-1.0, n_iterations=2)
     with pytest.raises(ValueError, match="every upper bound must exceed its lower bound"):
-        fit_parameters(STEP, GUESS, X0, RICH, XS_RICH, lower=1.0, upper=0.5, n_iterations=2)
+        fit_parameters(STEP, X0, RICH, GUESS, XS_RICH, lower=1.0, upper=0.5, n_iterations=2)
     with pytest.raises(ValueError, match="initial values of .* must be positive"):
-        fit_parameters(STEP, GUESS._replace(mass=-1.0), X0, RICH, XS_RICH, n_iterations=2)
+        fit_parameters(STEP, X0, RICH, GUESS._replace(mass=-1.0), XS_RICH, n_iterations=2)
     with pytest.raises(ValueError, match=r"xs_measured must have shape \(N\+1, nx\)"):
-        sysid_loss(STEP, TRUE, X0, RICH, XS_RICH[:-1])
+        sysid_loss(STEP, X0, RICH, TRUE, XS_RICH[:-1])
     with pytest.raises(ValueError, match=r"unknown parameter field\(s\) \['inertia'\]"):
-        identifiability(STEP, TRUE, X0, RICH, fields=("mass", "inertia"))
+        identifiability(STEP, X0, RICH, TRUE, fields=("mass", "inertia"))
     with pytest.raises(ValueError, match="n_iterations must be a Python int >= 1"):
-        fit_parameters(STEP, GUESS, X0, RICH, XS_RICH, n_iterations=0)
+        fit_parameters(STEP, X0, RICH, GUESS, XS_RICH, n_iterations=0)
     with pytest.raises(ValueError, match=r"weights must have shape \(2,\)"):
-        sysid_loss(STEP, TRUE, X0, RICH, XS_RICH, weights=jnp.ones(3))
+        sysid_loss(STEP, X0, RICH, TRUE, XS_RICH, weights=jnp.ones(3))
     with pytest.raises(ValueError, match=r"rtol must lie in \(0, 1\)"):
-        identifiability(STEP, TRUE, X0, RICH, rtol=2.0)
+        identifiability(STEP, X0, RICH, TRUE, rtol=2.0)
