@@ -146,7 +146,7 @@ def wall_cost(x: Float[Array, "2"], u: Float[Array, "1"], p: WallParams) -> Scal
 def wall_task(
     params: WallParams = WallParams(),
     *,
-    dt: float = 0.02,
+    h: float = 0.02,
     episode_length: int = 64,
     x0: Float[ArrayLike, "2"] | tuple[float, float] = (0.0, 2.0),
     init_scale: Float[ArrayLike, "2"] | tuple[float, float] = (0.05, 0.3),
@@ -154,12 +154,12 @@ def wall_task(
     """Toy task: stop a mass thrown at 2 m/s towards a stiff wall at 1 m, at the target 0.8 m.
 
     Without control the mass hits the wall after about 0.5 s and bounces; with
-    :math:`k = 2500` N/m the contact lasts a few steps of ``dt`` = 0.02 s (semi-implicit
-    Euler, :math:`\\omega\\,dt = 1`), so gradients through it spike.
+    :math:`k = 2500` N/m the contact lasts a few steps of ``h`` = 0.02 s (semi-implicit
+    Euler, :math:`\\omega h = 1`), so gradients through it spike.
 
     Args:
         params: :class:`WallParams`.
-        dt: time step (s).
+        h: step size (s).
         episode_length: steps per episode.
         x0: nominal initial ``(q, v)``.
         init_scale: standard deviation of the initial-state noise.
@@ -167,7 +167,7 @@ def wall_task(
     if int(episode_length) < 1:
         raise ValueError(f"wall_task: episode_length must be >= 1, got {episode_length}")
     return ShacTask(
-        step=semi_implicit_euler(wall_dynamics, dt),
+        step=semi_implicit_euler(wall_dynamics, h),
         params=params,
         stage_cost=wall_cost,
         gap=wall_gap,

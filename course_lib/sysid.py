@@ -330,12 +330,12 @@ def identifiability(
 
 def multisine(
     n_steps: int,
-    dt: float,
+    h: float,
     amplitudes: Float[ArrayLike, "*n_sines"] | Sequence[float],
     frequencies: Float[ArrayLike, "*n_sines"] | Sequence[float],
     phases: Float[ArrayLike, "*n_sines"] | Sequence[float] | None = None,
 ) -> Float[Array, "N 1"]:
-    r"""Sum-of-sines input :math:`u(t_k) = \sum_j a_j\sin(\omega_j t_k + \varphi_j)`, :math:`t_k = k\,dt`, shape ``(N, 1)``.
+    r"""Sum-of-sines input :math:`u(t_k) = \sum_j a_j\sin(\omega_j t_k + \varphi_j)`, :math:`t_k = k h`, shape ``(N, 1)`` (``h``: step size).
 
     A rich excitation: several frequencies and amplitudes large enough to make the block
     accelerate, slide both ways and cross :math:`v = 0`, so mass, damping and Coulomb
@@ -347,7 +347,7 @@ def multisine(
         raise ValueError(
             f"multisine: amplitudes, frequencies and phases must be 1-D of one length, got {a.shape}, {w.shape}, {ph.shape}"
         )
-    t = jnp.arange(int(n_steps)) * dt
+    t = jnp.arange(int(n_steps)) * h
     return jnp.sum(a * jnp.sin(t[:, None] * w + ph), axis=1, keepdims=True)
 
 
