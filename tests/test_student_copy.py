@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 
 from autograder.authoring import sources
-from autograder.authoring.release_scan import scan_release
-from autograder.authoring.student_copy import student_notebook
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "autograder" / "data"
+from autograder.authoring.student_copy import student_notebook, write_student_copies
 
 
 def _cells(nb):
@@ -32,13 +26,6 @@ def test_the_student_copy_is_what_nbgrader_releases(section, released_course, tm
 
 
 def test_every_student_copy_passes_the_release_scan(tmp_path):
-    problems = []
-    for md in sources.source_notebooks():
-        release, source = tmp_path / "release" / md.stem, tmp_path / "source" / md.stem
-        release.mkdir(parents=True)
-        source.mkdir(parents=True)
-        nbformat.write(student_notebook(md), release / f"{md.stem}.ipynb")
-        # the scan compares with the source notebook, solutions included
-        nbformat.write(sources.complete_metadata(jupytext.read(md), md.name), source / f"{md.stem}.ipynb")
-        problems += scan_release(release, source, DATA)
+    written, problems = write_student_copies(tmp_path)
+    assert set(written) == {md.stem for md in sources.source_notebooks()}
     assert not problems, "\n".join(problems)

@@ -12,6 +12,7 @@ notebook ``generate_assignment`` releases (``tests/test_student_copy.py`` compar
 from __future__ import annotations
 
 import functools
+import shutil
 from pathlib import Path
 
 import jupytext
@@ -27,7 +28,8 @@ from nbgrader.preprocessors import (
 )
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.authoring.sources import COURSE_DIR, complete_metadata
+from autograder.authoring.release_scan import scan_release
+from autograder.authoring.sources import COURSE_DIR, complete_metadata, source_notebooks
 
 # nbgrader's GenerateAssignment.preprocessors, less IncludeHeaderFooter and InstantiateTests (the course
 # configures neither a header nor autotests) and SaveCells (the gradebook).
@@ -51,9 +53,36 @@ def _course_config(course_dir: Path):
 
 def student_notebook(md_path: Path, course_dir: Path = COURSE_DIR) -> nbformat.NotebookNode:
     """The release version of the exercise whose source is ``md_path``: no solutions, no hidden checks."""
-    nb = complete_metadata(jupytext.read(md_path), md_path.name)
+    return _release(complete_metadata(jupytext.read(md_path), md_path.name), md_path, course_dir)
+
+
+def _release(source: nbformat.NotebookNode, md_path: Path, course_dir: Path) -> nbformat.NotebookNode:
+    nb = nbformat.from_dict(source)  # a copy: the preprocessors change the notebook they are given
     config = _course_config(Path(course_dir))
     resources = {"nbgrader": {"notebook": md_path.stem, "assignment": md_path.parent.name}}
     for step in _RELEASE_STEPS:
         nb, resources = step(config=config).preprocess(nb, resources)
     return nb
+
+
+def write_student_copies(out: Path, course_dir: Path = COURSE_DIR) -> tuple[dict[str, Path], list[str]]:
+    """Write every exercise's student notebook to ``out/<section>/<exercise>.ipynb`` and scan them.
+
+    Returns ``({exercise: path}, problems)``; ``problems`` is what :func:`scan_release` finds (empty: clean).
+    The scan compares with the source notebooks, written meanwhile to ``out/.source`` and removed after.
+    """
+    written, problems = {}, []
+    for md in source_notebooks(Path(course_dir)):
+        release, source_dir = out / md.parent.name, out / ".source" / md.parent.name
+        release.mkdir(parents=True, exist_ok=True)
+        source_dir.mkdir(parents=True, exist_ok=True)
+        source = complete_metadata(jupytext.read(md), md.name)
+        nbformat.write(source, source_dir / f"{md.stem}.ipynb")
+        written[md.stem] = release / f"{md.stem}.ipynb"
+        nbformat.write(_release(source, md, course_dir), written[md.stem])
+    for section in sorted({path.parent for path in written.values()}):
+        problems += scan_release(
+            section, out / ".source" / section.name, Path(course_dir).parent / "autograder" / "data"
+        )
+    shutil.rmtree(out / ".source", ignore_errors=True)
+    return written, problems

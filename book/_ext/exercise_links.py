@@ -15,8 +15,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import jupytext
-import nbformat
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.errors import ExtensionError
@@ -25,34 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 TITLE = "下载学生版 notebook（无答案），完成后按课程说明提交"
 
 
-def _import_authoring():
+def _write_student_notebooks(app):
     if str(ROOT) not in sys.path:  # the book builds from the repository root, autograder/ is not installed
         sys.path.insert(0, str(ROOT))
-    from autograder.authoring import sources
-    from autograder.authoring.release_scan import scan_release
-    from autograder.authoring.student_copy import student_notebook
+    from autograder.authoring.student_copy import write_student_copies
 
-    return sources, scan_release, student_notebook
-
-
-def _write_student_notebooks(app):
-    sources, scan_release, student_notebook = _import_authoring()
     out = Path(app.outdir).parent / "student_notebooks"
     shutil.rmtree(out, ignore_errors=True)
-    problems, known = [], {}
-    for md in sources.source_notebooks():
-        release, source = out / md.parent.name, out / ".source" / md.parent.name
-        release.mkdir(parents=True, exist_ok=True)
-        source.mkdir(parents=True, exist_ok=True)
-        nbformat.write(student_notebook(md), release / f"{md.stem}.ipynb")
-        nbformat.write(sources.complete_metadata(jupytext.read(md), md.name), source / f"{md.stem}.ipynb")
-        known[md.stem] = release / f"{md.stem}.ipynb"
-    for section in sorted(p for p in out.iterdir() if not p.name.startswith(".")):
-        problems += scan_release(section, out / ".source" / section.name, ROOT / "autograder" / "data")
-    shutil.rmtree(out / ".source")
+    written, problems = write_student_copies(out)
     if problems:
         raise ExtensionError("student notebooks failed the release scan:\n" + "\n".join(problems))
-    app.env.course_student_notebooks = {name: str(path) for name, path in known.items()}
+    app.env.course_student_notebooks = {name: str(path) for name, path in written.items()}
 
 
 def exercise_role(name, rawtext, text, lineno, inliner, options=None, content=None):
