@@ -31,14 +31,15 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+# book/build.py is `jupyter-book build .` that executes $(JOBS) pages at a time (see its docstring)
 book: $(STAMP)
-	$(RUN) $(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(RUN) $(BIN)/python book/build.py --jobs $(JOBS) --warningiserror --keep-going
 
 # Jupyter Book's LaTeX builder with xelatex + ctex (_config.yml, latex: and latex_elements); the notebooks'
 # outputs come from the same execution cache as `make book`.
 pdf: $(STAMP)
 	bash book/pdf/install_tex.sh
-	$(RUN) $(BIN)/jupyter-book build . --builder pdflatex --warningiserror --keep-going
+	$(RUN) $(BIN)/python book/build.py --jobs $(JOBS) --builder pdflatex --warningiserror --keep-going
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,10 +9,10 @@ test); ``make test-fast`` deselects the marked ones, ``make test`` runs everythi
 the book) and hands each test its own copy: ``generate_assignment`` costs about 10 s a call, and a dozen
 modules grade a released s04_1, s04_2 or s04_6.
 
-``built_book`` builds the executable book once per test session with the real jupyter-book
-(execution on, warnings fatal); the tests that read it (tests/test_book.py, tests/test_browser.py)
-carry ``@pytest.mark.xdist_group("book")`` so that under ``pytest -n 2 --dist loadgroup`` they all
-run on the worker that built it. For local work on those tests only, ``S04_BOOK_HTML=<dir>`` points
+``built_book`` builds the executable book once per test session with the real jupyter-book, through
+book/build.py as ``make book`` does (execution on, warnings fatal); the tests that read it
+(tests/test_book.py, tests/test_browser.py) carry ``@pytest.mark.xdist_group("book")`` so that under
+``pytest -n 2 --dist loadgroup`` they all run on the worker that built it. For local work on those tests only, ``S04_BOOK_HTML=<dir>`` points
 the fixture at an existing ``_build/html`` instead of building (make test never sets it).
 """
 
@@ -105,10 +105,10 @@ def built_book(tmp_path_factory):
     with open(root / "book_build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "BUILD_SUCCEEDED").exists():
-            jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or "jupyter-book"
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            build = [sys.executable, str(ROOT / "book" / "build.py")]  # what make book runs
             proc = subprocess.run(
-                [jb, "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
+                [*build, "--path-output", str(out), "--warningiserror", "--keep-going"],
                 capture_output=True,
                 text=True,
                 env=env,
