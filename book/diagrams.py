@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from html import escape
 
+#: the same Simplified Chinese sans faces the book's style sheet names (book/_ext/static/course_reader.css):
+#: an SVG shown as an image cannot use the page's fonts, and a bare "sans-serif" is often a Kai face on Linux
+FONT_FAMILY = (
+    "system-ui, -apple-system, 'Segoe UI', 'PingFang SC', 'Hiragino Sans GB', 'Microsoft YaHei', "
+    "'Noto Sans CJK SC', 'Source Han Sans SC', 'WenQuanYi Micro Hei', sans-serif"
+)
+
 
 def flow_svg(nodes, edges, width=720, box=(200, 54), title=None):
     """Render boxes and arrows as an SVG string.
@@ -26,7 +33,7 @@ def flow_svg(nodes, edges, width=720, box=(200, 54), title=None):
     height = max(y for _, y, _ in nodes.values()) + bh // 2 + 12 + top
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="14">',
+        f'viewBox="0 0 {width} {height}" font-family="{FONT_FAMILY}" font-size="14">',
         '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" orient="auto">'
         '<path d="M0,0 L10,4 L0,8 z" fill="#555"/></marker></defs>',
     ]
