@@ -272,7 +272,9 @@ class _FigureCollector(HTMLParser):
             self._figures.append({"id": attrs.get("id"), "caption": ""})
         elif tag == "figcaption" and self._figures:
             self._caption = self._figures[-1]
-        elif tag == "img" and (attrs.get("src") or "").endswith((".png", ".svg")) and "/_images/" in attrs.get("src", ""):
+        elif (
+            tag == "img" and (attrs.get("src") or "").endswith((".png", ".svg")) and "/_images/" in attrs.get("src", "")
+        ):
             self.plots.append(self._figures[-1] if self._figures else None)
 
     def handle_endtag(self, tag):
