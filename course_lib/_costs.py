@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from course_lib._params import loop_params
 from course_lib._types import Controls, Params, Scalar, StageCost, State, States, Step
 
 
@@ -22,8 +23,11 @@ def cost_scan(
 ) -> tuple[State, Scalar, States | None]:
     """``(x_N, sum_k stage_cost(x_k, u_k, p), xs)``: ``xs`` is ``(x_0, ..., x_{N-1})`` with ``keep_states``, else None."""
 
+    packed, rebuild = loop_params(p)
+
     def body(carry, u):
         x, total = carry
+        p = rebuild(packed)
         return (step(x, u, p), total + stage_cost(x, u, p)), (x if keep_states else None)
 
     (x_last, total), xs = jax.lax.scan(body, (x0, jnp.zeros((), jnp.result_type(x0, float))), us)

@@ -35,6 +35,7 @@ from course_lib._types import (
     TerminalCost,
 )
 from course_lib._costs import cost_scan
+from course_lib._params import loop_params
 from course_lib._validate import check_finite
 
 
@@ -80,23 +81,32 @@ def backward_pass(
     ``scale`` multiplies every adjoint (it is the incoming cotangent when this pass
     serves as a custom VJP). Returns ``(lambdas, grad_us, grad_p)``.
     """
-    lam_n, gp_n = jax.grad(terminal_cost, argnums=(0, 1))(xs[-1], p)
+    # the loop differentiates with respect to the packed parameters and carries their cotangent
+    packed, rebuild = loop_params(p)
+
+    def packed_step(x, u, q):
+        return step(x, u, rebuild(q))
+
+    def packed_stage_cost(x, u, q):
+        return stage_cost(x, u, rebuild(q))
+
+    lam_n, gp_n = jax.grad(lambda x, q: terminal_cost(x, rebuild(q)), argnums=(0, 1))(xs[-1], packed)
     lam_n = scale * lam_n
     gp_n = jax.tree_util.tree_map(lambda g: scale * g, gp_n)
 
     def body(carry, xu):
         lam_next, gp = carry
         x, u = xu
-        _, step_vjp = jax.vjp(step, x, u, p)
+        _, step_vjp = jax.vjp(packed_step, x, u, packed)
         at_lam, bt_lam, pt_lam = step_vjp(lam_next)  # A_k^T λ, B_k^T λ, P_k^T λ
-        lx, lu, lp = jax.grad(stage_cost, argnums=(0, 1, 2))(x, u, p)
+        lx, lu, lp = jax.grad(packed_stage_cost, argnums=(0, 1, 2))(x, u, packed)
         lam = scale * lx + at_lam
         grad_u = scale * lu + bt_lam
         gp = jax.tree_util.tree_map(lambda a, b, c: a + scale * b + c, gp, lp, pt_lam)
         return (lam, gp), (lam, grad_u)
 
-    (_, grad_p), (lams, grad_us) = jax.lax.scan(body, (lam_n, gp_n), (xs[:-1], us), reverse=True)
-    return jnp.concatenate([lams, lam_n[None]], axis=0), grad_us, grad_p
+    (_, grad_packed), (lams, grad_us) = jax.lax.scan(body, (lam_n, gp_n), (xs[:-1], us), reverse=True)
+    return jnp.concatenate([lams, lam_n[None]], axis=0), grad_us, rebuild(grad_packed)
 
 
 def adjoint_gradients(

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from course_lib._types import Controls, Params, Scalar, StageCost, State, States, Step, TerminalCost
 from course_lib._costs import cost_scan, zero_terminal_cost
+from course_lib._params import loop_params
 from course_lib._validate import check_finite, lookup
 from course_lib.adjoint import backward_pass, forward_pass
 
@@ -44,8 +45,10 @@ def rollout(step: Step, x0: State, us: Controls, p: Params) -> States:
     """Trajectory ``xs`` of shape ``(N+1, nx)`` with ``xs[0] = x0`` and ``xs[k+1] = step(xs[k], us[k], p)``."""
     x0, us, p = _check_rollout_inputs(step, x0, us, p, "rollout")
 
+    packed, rebuild = loop_params(p)
+
     def body(x, u):
-        x_next = step(x, u, p)
+        x_next = step(x, u, rebuild(packed))
         return x_next, x_next
 
     _, xs = jax.lax.scan(body, x0, us)
@@ -98,10 +101,12 @@ def _checkpointed(step, stage_cost, terminal_cost, x0, us, p, segment_length):
     # Only a segment's start state survives the forward pass; its inside is
     # recomputed. The segment slices ``us`` itself (``us`` is loop-invariant and
     # kept once) so that no per-segment copy of the inputs is stored.
+    packed, rebuild = loop_params(p)  # the loop over segments closes over one vector, too
+
     @jax.checkpoint
     def segment(x, index, us_all):
         seg_us = jax.lax.dynamic_slice_in_dim(us_all, index * seg, seg)
-        return _cost_scan(step, stage_cost, x, seg_us, p)
+        return _cost_scan(step, stage_cost, x, seg_us, rebuild(packed))
 
     def body(carry, index):
         x, total = carry
