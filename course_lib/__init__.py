@@ -23,17 +23,13 @@ from course_lib.checks import (
     random_direction,
     relative_error,
 )
-from course_lib.contact import (
-    CONTACT_GRADIENTS,
+from course_lib.contact.complementarity import CONTACT_GRADIENTS, ContactSolution, complementarity_step, solve_contact
+from course_lib.contact.impact import IMPACT_MODES, impact_step, naive_impact_step
+from course_lib.contact.laws import (
     CONTACT_LAWS,
-    IMPACT_MODES,
     ContactParams,
-    ContactSolution,
-    complementarity_step,
     get_contact_law,
     heaviside_step,
-    impact_step,
-    naive_impact_step,
     penalty_force,
     relaxed_complementarity,
     sigmoid_step,
@@ -41,7 +37,6 @@ from course_lib.contact import (
     softplus,
     softplus_clamp_force,
     softplus_penetration_force,
-    solve_contact,
 )
 from course_lib.contact_systems import (
     CONTACT_MODES,
@@ -100,25 +95,10 @@ from course_lib.integrators import (
     semi_implicit_euler,
 )
 from course_lib.rollout import GRADIENT_MODES, CheckpointPlan, checkpoint_plan, rollout, rollout_cost
-from course_lib.shac import (
-    ShacResult,
-    ShacTask,
-    WallParams,
-    WindowRollout,
-    critic_value,
-    episode_cost,
-    fit_critic,
-    init_mlp,
-    lambda_returns,
-    mlp_policy,
-    quadratic_features,
-    shac_train,
-    short_horizon_loss,
-    wall_cost,
-    wall_dynamics,
-    wall_gap,
-    wall_task,
-)
+from course_lib.shac.critic import critic_value, fit_critic, init_mlp, lambda_returns, mlp_policy, quadratic_features
+from course_lib.shac.tasks import ShacTask, WallParams, wall_cost, wall_dynamics, wall_gap, wall_task
+from course_lib.shac.train import ShacResult, shac_train
+from course_lib.shac.window import WindowRollout, episode_cost, short_horizon_loss
 from course_lib.sensitivity import Linearization, linearize, linearize_trajectory, parameter_sensitivities
 from course_lib.systems import (
     SYSTEMS,

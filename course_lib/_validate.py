@@ -59,6 +59,18 @@ def check_values(value: T, ok, message: str, error: type[Exception] = ValueError
     return _checked_at_run_time(value, leaves, treedef, traced, ok, message)
 
 
+def check_nonnegative(value, name: str, owner: str):
+    return check_values(value, lambda a: (a >= 0) & (a < np.inf), f"{owner}: {name} must be non-negative and finite")
+
+
+def check_positive(value, name: str, owner: str):
+    return check_values(value, lambda a: (a > 0) & (a < np.inf), f"{owner}: {name} must be positive and finite")
+
+
+def check_restitution(value, owner: str):
+    return check_values(value, lambda a: (a >= 0) & (a <= 1), f"{owner}: restitution e must be in [0, 1]")
+
+
 def check_finite(value: T, name: str, owner: str) -> T:
     """``value`` (a pytree), checked to hold no NaN or Inf in its floating leaves (``FloatingPointError``)."""
     leaves, treedef = jax.tree_util.tree_flatten(value)

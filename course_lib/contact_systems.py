@@ -4,7 +4,7 @@ Two kinds, following the library's conventions:
 
 * **Soft contact** is a force inside a continuous model ``f(x, u, p) -> xdot``, usable with any
   integrator of :mod:`course_lib.integrators`: :func:`soft_ball` and :func:`hopper` take the name
-  of a law in :data:`~course_lib.contact.CONTACT_LAWS`.
+  of a law in :data:`~course_lib.contact.laws.CONTACT_LAWS`.
 * **Hard contact** changes the discrete map itself, so it is a step factory like the integrators:
   ``step = hard_ball_step(h)`` gives ``step(x, u, p) -> x_next`` (time of impact inside the step);
   :func:`sliding_block_step` and :func:`box_wall_step` solve a complementarity problem each step.
@@ -36,18 +36,15 @@ from course_lib._types import (
     States,
     Step,
 )
-from course_lib._validate import check_positive_step, check_vector, lookup
-from course_lib.contact import (
+from course_lib._validate import check_nonnegative, check_positive, check_positive_step, check_vector, lookup
+from course_lib.contact.complementarity import (
     DEFAULT_CONTACT_ITERATIONS,
     DEFAULT_REGULARIZATION,
-    ContactParams,
     ContactSolution,
-    _check_nonnegative,
-    _check_positive,
     complementarity_step,
-    get_contact_law,
-    impact_step,
 )
+from course_lib.contact.impact import impact_step
+from course_lib.contact.laws import ContactParams, get_contact_law
 from course_lib.integrators import make_integrator
 
 #: Contact modes of a :class:`ContactRecord`.
@@ -68,7 +65,7 @@ class ContactRecord(NamedTuple):
         normal_force: normal force (N); for hard contact the mean over the step, impulse / h.
         tangential_force: friction force along the contact tangent (N), same convention.
         residual: distance from hard complementarity. Hard contact: the natural-map residual of
-            :class:`~course_lib.contact.ContactSolution` (N·s; 0 for the exact time-of-impact ball).
+            :class:`~course_lib.contact.complementarity.ContactSolution` (N·s; 0 for the exact time-of-impact ball).
             Soft contact: :math:`|\min(\phi, \lambda_n/k)|` (m), the penetration while pushing
             or the force-at-a-distance of a smoothed law, zero only for hard contact.
     """
@@ -135,7 +132,7 @@ def hard_ball_step(h: ScalarLike, *, with_record: bool = False) -> Step | Record
     r"""Step factory of the 1-D ball on a hard ground, impact located inside the step (S04.4.1).
 
     State ``x = (y, v)`` (height, upward velocity), input ``u = (F,)`` an upward force held over
-    the step. Flight is integrated exactly (:func:`~course_lib.contact.impact_step` with downward
+    the step. Flight is integrated exactly (:func:`~course_lib.contact.impact.impact_step` with downward
     acceleration :math:`g - F/m`), so energy :math:`mgy + \tfrac12mv^2` is conserved in flight and
     multiplied by :math:`e^2` at each impact; a ball whose bounces get shorter than ``h`` is put at rest.
 
@@ -152,7 +149,7 @@ def hard_ball_step(h: ScalarLike, *, with_record: bool = False) -> Step | Record
     def step(x, u, p: HardBallParams):
         check_vector(x, 2, "state x", "hard_ball_step")
         check_vector(u, 1, "input u", "hard_ball_step")
-        p = p._replace(mass=_check_positive(p.mass, "mass", "hard_ball_step"))
+        p = p._replace(mass=check_positive(p.mass, "mass", "hard_ball_step"))
         accel = p.gravity - u[0] / p.mass
         x_next, mode = impact_step(x, h, accel, p.restitution)
         impulse = p.mass * (x_next[1] - x[1] + accel * h)
@@ -182,7 +179,7 @@ def hard_ball_energy(x: Float[Array, "2"], p: HardBallParams) -> Scalar:
 
 
 class SoftBallParams(NamedTuple):
-    """``mass`` 1 kg, ``gravity`` 9.81 m/s², ground ``contact`` = :class:`~course_lib.contact.ContactParams` defaults."""
+    """``mass`` 1 kg, ``gravity`` 9.81 m/s², ground ``contact`` = :class:`~course_lib.contact.laws.ContactParams` defaults."""
 
     mass: float = 1.0
     gravity: float = 9.81
@@ -194,7 +191,7 @@ def soft_ball(law: str = "penalty") -> Dynamics:
 
     .. math:: \dot y = v,\qquad m\dot v = -mg + \lambda_n(\phi = y,\ \dot\phi = v) + F
 
-    with :math:`\lambda_n` the law ``law`` of :data:`~course_lib.contact.CONTACT_LAWS`.
+    with :math:`\lambda_n` the law ``law`` of :data:`~course_lib.contact.laws.CONTACT_LAWS`.
 
     Args:
         law: ``"penalty"``, ``"softplus_clamp"``, ``"softplus_penetration"`` or ``"softplus_both"``.
@@ -277,7 +274,7 @@ def sliding_block_step(
 
     State ``x = (s, z, s_dot, z_dot)`` (horizontal position, height of the block's bottom, their
     velocities), input ``u = (F,)`` a horizontal push. One contact (ground, normal :math:`+z`,
-    tangent :math:`+s`) solved with :func:`~course_lib.contact.complementarity_step`, then
+    tangent :math:`+s`) solved with :func:`~course_lib.contact.complementarity.complementarity_step`, then
     :math:`q^+ = q + h v^+`. Resting on the ground, the normal impulse is :math:`mgh` and the
     friction impulse is the stick impulse clipped to :math:`\pm\mu m g h`, so a block launched at
     :math:`v_0` stops after :math:`v_0^2/(2\mu g)` up to one step of travel (:math:`h v_0`).
@@ -299,8 +296,8 @@ def sliding_block_step(
     def step(x, u, p: SlidingBlockParams):
         check_vector(x, 4, "state x", owner)
         check_vector(u, 1, "input u", owner)
-        p = p._replace(mass=_check_positive(p.mass, "mass", owner))
-        p = p._replace(friction=_check_nonnegative(p.friction, "friction coefficient mu", owner))
+        p = p._replace(mass=check_positive(p.mass, "mass", owner))
+        p = p._replace(friction=check_nonnegative(p.friction, "friction coefficient mu", owner))
         dtype = x.dtype
         force = jnp.stack([u[0], -p.mass * p.gravity]).astype(dtype)
         Jn = jnp.array([[0.0, 1.0]], dtype)
@@ -373,9 +370,9 @@ def box_wall_step(
     def step(x, u, p: BoxWallParams):
         check_vector(x, 4, "state x", owner)
         check_vector(u, 2, "input u", owner)
-        p = p._replace(mass=_check_positive(p.mass, "mass", owner))
-        p = p._replace(floor_friction=_check_nonnegative(p.floor_friction, "floor friction coefficient", owner))
-        p = p._replace(wall_friction=_check_nonnegative(p.wall_friction, "wall friction coefficient", owner))
+        p = p._replace(mass=check_positive(p.mass, "mass", owner))
+        p = p._replace(floor_friction=check_nonnegative(p.floor_friction, "floor friction coefficient", owner))
+        p = p._replace(wall_friction=check_nonnegative(p.wall_friction, "wall friction coefficient", owner))
         dtype = x.dtype
         force = (u + jnp.stack([0.0, -p.mass * p.gravity])).astype(dtype)
         Jn = jnp.array([[0.0, 1.0], [-1.0, 0.0]], dtype)
@@ -447,7 +444,7 @@ def hopper(law: str = "penalty") -> Dynamics:
     smoothed Coulomb friction :math:`\lambda_t = -\mu\lambda_n\tanh(\dot x_f/v_s)`.
 
     Args:
-        law: a name in :data:`~course_lib.contact.CONTACT_LAWS`.
+        law: a name in :data:`~course_lib.contact.laws.CONTACT_LAWS`.
 
     Returns:
         ``f(x, u, p: HopperParams) -> xdot``, shapes ``(8,)``, ``(2,)``.

@@ -6,21 +6,10 @@ import numpy as np
 import pytest
 
 from transform_checks import check_transforms
-from course_lib.shac import (
-    ShacResult,
-    WallParams,
-    critic_value,
-    episode_cost,
-    fit_critic,
-    init_mlp,
-    lambda_returns,
-    mlp_policy,
-    quadratic_features,
-    shac_train,
-    short_horizon_loss,
-    wall_dynamics,
-    wall_task,
-)
+from course_lib.shac.critic import critic_value, fit_critic, init_mlp, lambda_returns, mlp_policy, quadratic_features
+from course_lib.shac.tasks import WallParams, wall_dynamics, wall_task
+from course_lib.shac.train import ShacResult, shac_train
+from course_lib.shac.window import episode_cost, short_horizon_loss
 
 TASK = wall_task()  # episode of 64 steps, dt = 0.02, wall stiffness 2500 N/m
 POLICY0 = init_mlp(jax.random.PRNGKey(0), (2, 1))  # linear policy, starts at u = 0
