@@ -60,14 +60,17 @@ def check_values(value: T, ok, message: str, error: type[Exception] = ValueError
 
 
 def check_nonnegative(value, name: str, owner: str):
+    """``value``, checked to be non-negative and finite elementwise (a stiffness, a friction coefficient)."""
     return check_values(value, lambda a: (a >= 0) & (a < np.inf), f"{owner}: {name} must be non-negative and finite")
 
 
 def check_positive(value, name: str, owner: str):
+    """``value``, checked to be positive and finite elementwise (a sharpness such as beta or kappa)."""
     return check_values(value, lambda a: (a > 0) & (a < np.inf), f"{owner}: {name} must be positive and finite")
 
 
 def check_restitution(value, owner: str):
+    """``value``, checked to be a coefficient of restitution in [0, 1]."""
     return check_values(value, lambda a: (a >= 0) & (a <= 1), f"{owner}: restitution e must be in [0, 1]")
 
 
