@@ -304,3 +304,33 @@ def test_every_plot_is_a_numbered_figure_with_a_chinese_caption(built_book):
                 problems.append(f"{page.name}: plot {n} caption {figure['caption'][:40]!r} is not numbered Chinese")
     assert count >= 32, count  # the book's 24 plots and 8 diagrams are all found
     assert not problems, "\n".join(problems)
+
+
+#: inline code in a page: an optional link around it, then its first word
+_INLINE_CODE = re.compile(
+    r'(<a class="reference internal" href="(?P<href>[^"]*)"[^>]*>)?<code class="[^"]*literal[^"]*"><span class="pre">cl\.(?P<name>\w+)'
+)
+
+
+@pytest.mark.xdist_group("book")
+def test_library_names_in_the_prose_link_to_their_api_entry(built_book):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from api_links import documented_names
+
+    names = documented_names()
+    linked, problems = 0, []
+    for page in sorted((built_book / "book").glob("*.html")):
+        if page.name == "api.html":
+            continue
+        for match in _INLINE_CODE.finditer(page.read_text(encoding="utf-8")):
+            name = match.group("name")
+            if name not in names:
+                continue  # a constant table such as cl.CONTACT_LAWS: listed on the API page, not an entry
+            if match.group("href") != f"api.html#course_lib.{name}":
+                problems.append(f"{page.name}: cl.{name} links to {match.group('href')!r}")
+            else:
+                linked += 1
+    assert linked >= 120, linked  # the pages name the library this often
+    assert not problems, "\n".join(problems)
