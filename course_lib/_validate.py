@@ -22,11 +22,6 @@ T = TypeVar("T")
 H = TypeVar("H", bound=ArrayLike)
 
 
-def is_concrete(value) -> bool:
-    """True when ``value`` holds data (not a tracer inside jit/vmap/grad)."""
-    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(value))
-
-
 def check_vector(x, size: int, name: str, owner: str) -> None:
     """Raise ``ValueError`` unless ``x`` has shape ``(size,)``."""
     shape = jnp.shape(x)
@@ -96,19 +91,40 @@ def check_finite(value: T, name: str, owner: str) -> T:
     return _checked_at_run_time(value, leaves, treedef, traced, lambda a: jnp.isfinite(jnp.sum(a)), message)
 
 
+def check_condition(value: T, ok, message: str, error: type[Exception] = ValueError) -> T:
+    """``value``, checked against ``ok``: booleans computed from ``value`` and other arguments.
+
+    For a relation between arguments (an upper bound above its lower bound) that no elementwise test of
+    one value expresses. A concrete ``ok`` raises ``error(message)`` at once; a traced one attaches an
+    ``equinox.error_if`` to ``value``.
+    """
+    if not isinstance(ok, jax.core.Tracer):
+        if not np.all(np.asarray(ok)):
+            raise error(message)
+        return value
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    return _attach(leaves, treedef, jnp.logical_not(jnp.all(ok)), message)
+
+
 def _checked_at_run_time(value: T, leaves: list, treedef, traced: list[int], ok, message: str) -> T:
-    """``value`` carrying one ``error_if`` on ``ok`` over its traced leaves.
+    """``value`` carrying one ``error_if`` on ``ok`` over its traced leaves."""
+    if not traced:
+        return value
+    bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(ok(leaves[i])) for i in traced])))
+    return _attach(leaves, treedef, bad, message)
+
+
+def _attach(leaves: list, treedef, bad, message: str):
+    """The pytree of ``leaves`` with an ``error_if(bad, message)`` attached.
 
     The check yields a scalar zero that is added to the first floating leaf (``x0`` of a rollout:
     callers put first a value the computation always uses), so the program keeps the check without
     passing whole arrays through the check's ``cond``; that would copy a rollout's controls and cost
     the memory a checkpointed gradient is meant to save.
     """
-    if not traced:
-        return value
-    bad = jnp.logical_not(jnp.all(jnp.stack([jnp.all(ok(leaves[i])) for i in traced])))
     first = next(i for i, leaf in enumerate(leaves) if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact))
     zero = error_if(jnp.zeros((), jnp.result_type(leaves[first])), bad, message)
+    leaves = list(leaves)
     leaves[first] = leaves[first] + zero
     return jax.tree_util.tree_unflatten(treedef, leaves)
 

@@ -45,7 +45,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from course_lib._types import Array, Float, Key, LossFn, PyTree, Scalar, ScalarLike
-from course_lib._validate import is_concrete
+from course_lib._validate import check_values
 
 
 class GradientEstimate(NamedTuple):
@@ -86,14 +86,11 @@ class GradientSamples(NamedTuple):
 
 
 def _check_sigma(sigma, owner):
+    """``sigma``, checked to be a positive finite scalar (at once, or when the compiled program runs)."""
     if jnp.ndim(sigma) != 0:
         raise ValueError(f"{owner}: sigma must be a scalar, got shape {jnp.shape(sigma)}")
-    if is_concrete(sigma):
-        value = float(np.asarray(sigma))
-        if not np.isfinite(value) or value <= 0:
-            raise ValueError(
-                f"{owner}: sigma (the smoothing standard deviation) must be positive and finite, got {value!r}"
-            )
+    message = f"{owner}: sigma (the smoothing standard deviation) must be positive and finite"
+    return check_values(sigma, lambda a: (a > 0) & (a < np.inf), message)
 
 
 def _check_n_samples(n_samples, owner):
@@ -104,22 +101,21 @@ def _check_n_samples(n_samples, owner):
 
 
 def _check_alpha(alpha, owner):
+    """``alpha``, checked to lie in [0, 1]."""
     if jnp.ndim(alpha) != 0:
         raise ValueError(f"{owner}: alpha must be a scalar, got shape {jnp.shape(alpha)}")
-    if is_concrete(alpha):
-        value = float(np.asarray(alpha))
-        if not (0.0 <= value <= 1.0):
-            raise ValueError(f"{owner}: alpha must lie in [0, 1], got {value!r}")
+    return check_values(alpha, lambda a: (a >= 0) & (a <= 1), f"{owner}: alpha must lie in [0, 1]")
 
 
 def _check_gamma_delta(gamma, delta, owner):
+    """``(gamma, delta)``, checked: gamma in (0, inf), delta (a failure probability) in (0, 1)."""
+    checked = []
     for name, value, low, high in (("gamma", gamma, 0.0, np.inf), ("delta", delta, 0.0, 1.0)):
         if jnp.ndim(value) != 0:
             raise ValueError(f"{owner}: {name} must be a scalar, got shape {jnp.shape(value)}")
-        if is_concrete(value):
-            v = float(np.asarray(value))
-            if not (low < v < high) or not np.isfinite(v):
-                raise ValueError(f"{owner}: {name} must lie in ({low}, {high}), got {v!r}")
+        ok = lambda a, low=low, high=high: (a > low) & (a < high)  # noqa: E731  (NaN fails both)
+        checked.append(check_values(value, ok, f"{owner}: {name} must lie in ({low}, {high})"))
+    return tuple(checked)
 
 
 def _check_key(key, owner):
@@ -159,10 +155,11 @@ def _mean_stderr(samples):
 
 
 def _validated(loss_fn, theta, key, sigma, n_samples, owner):
-    _check_sigma(sigma, owner)
+    """``(flat, unravel, flat_fn, sigma)``: the flattened problem and the checked ``sigma``."""
+    sigma = _check_sigma(sigma, owner)
     _check_n_samples(n_samples, owner)
     _check_key(key, owner)
-    return _flat_loss(loss_fn, theta, owner)
+    return (*_flat_loss(loss_fn, theta, owner), sigma)
 
 
 _Draw = tuple[Float[Array, "N n"], Float[Array, " N"], Scalar, Float[Array, "N n"], Float[Array, "N n"]]
@@ -205,7 +202,7 @@ def gradient_samples(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarL
         :class:`GradientSamples` with flattened ``(N, n)`` rows.
     """
     owner = "gradient_samples"
-    flat, _, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    flat, _, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     noise, values, baseline, grads, zeroth = _draw(flat_fn, flat, key, sigma, n_samples, True)
     return GradientSamples(noise, values, baseline, grads, zeroth)
 
@@ -226,7 +223,7 @@ def fobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_sampl
         :class:`GradientEstimate` with ``alpha = 1``.
     """
     owner = "fobg"
-    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    flat, unravel, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     _, _, _, grads, _ = _draw(flat_fn, flat, key, sigma, n_samples, True)
     mean, se = _mean_stderr(grads)
     return GradientEstimate(unravel(mean), unravel(se), jnp.ones((), flat.dtype))
@@ -251,7 +248,7 @@ def zobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_sampl
         :class:`GradientEstimate` with ``alpha = 0``.
     """
     owner = "zobg"
-    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    flat, unravel, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     _, _, _, _, zeroth = _draw(flat_fn, flat, key, sigma, n_samples, False)
     mean, se = _mean_stderr(zeroth)
     return GradientEstimate(unravel(mean), unravel(se), jnp.zeros((), flat.dtype))
@@ -278,8 +275,8 @@ def aobg(
         :class:`GradientEstimate`.
     """
     owner = "aobg"
-    _check_alpha(alpha, owner)
-    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    alpha = _check_alpha(alpha, owner)
+    flat, unravel, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     _, _, _, grads, zeroth = _draw(flat_fn, flat, key, sigma, n_samples, True)
     alpha = jnp.asarray(alpha, flat.dtype)
     mean, se = _mean_stderr(alpha * grads + (1 - alpha) * zeroth)
@@ -385,7 +382,7 @@ def adaptive_alpha(
     Returns:
         α, scalar in ``[0, 1]``.
     """
-    _check_gamma_delta(gamma, delta, "adaptive_alpha")
+    gamma, delta = _check_gamma_delta(gamma, delta, "adaptive_alpha")
     g1 = _first_order(samples, "adaptive_alpha")
     g0 = (samples if zeroth is None else zeroth).zeroth_order
     n0, dim = g0.shape
@@ -452,8 +449,8 @@ def adaptive_aobg(
         :class:`GradientEstimate` whose ``alpha`` is the chosen weight.
     """
     owner = "adaptive_aobg"
-    _check_gamma_delta(gamma, delta, owner)
-    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    gamma, delta = _check_gamma_delta(gamma, delta, owner)
+    flat, unravel, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
     alpha = adaptive_alpha(first, zeroth, gamma=gamma, delta=delta, width=width, bound=bound)
     mean, se = _combined(alpha, _first_order(first, owner), zeroth.zeroth_order)
@@ -484,7 +481,7 @@ def ivw_aobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_s
         :class:`GradientEstimate` whose ``alpha`` has the structure of ``theta`` (one weight per component).
     """
     owner = "ivw_aobg"
-    flat, unravel, flat_fn = _validated(loss_fn, theta, key, sigma, n_samples, owner)
+    flat, unravel, flat_fn, sigma = _validated(loss_fn, theta, key, sigma, n_samples, owner)
     first, zeroth = _independent_draws(flat_fn, flat, key, sigma, n_samples)
     g1 = _first_order(first, owner)
     v1 = jnp.var(g1, axis=0, ddof=1)

@@ -35,7 +35,7 @@ import numpy as np
 import optax
 
 from course_lib._types import Array, ArrayLike, Controls, Float, Int, Params, Scalar, ScalarLike, State, Step
-from course_lib._validate import check_finite, is_concrete
+from course_lib._validate import check_condition, check_finite, check_values
 from course_lib.rollout import rollout
 from course_lib.sensitivity import parameter_sensitivities
 from course_lib.systems import FrictionBlockParams
@@ -85,8 +85,7 @@ def _weights(weights, shape, owner):
     w = jnp.asarray(weights)
     if w.shape not in (shape, shape[1:]):
         raise ValueError(f"{owner}: weights must have shape {shape[1:]} or {shape}, got {w.shape}")
-    if is_concrete(w) and np.any(np.asarray(w) < 0):
-        raise ValueError(f"{owner}: weights must be non-negative")
+    w = check_values(w, lambda a: a >= 0, f"{owner}: weights must be non-negative")  # NaN fails too
     return jnp.broadcast_to(w, shape)
 
 
@@ -106,16 +105,11 @@ def _check_data(x0, us, xs_measured, owner):
 def _bounds(lower, upper, n, dtype, owner):
     lo = jnp.zeros((n,), dtype) if lower is None else jnp.broadcast_to(jnp.asarray(lower, dtype), (n,))
     hi = jnp.full((n,), jnp.inf, dtype) if upper is None else jnp.broadcast_to(jnp.asarray(upper, dtype), (n,))
-    if is_concrete((lo, hi)):
-        lo_np, hi_np = np.asarray(lo), np.asarray(hi)
-        if np.any(np.isnan(lo_np)) or np.any(np.isnan(hi_np)):
-            raise ValueError(f"{owner}: bounds must not be NaN")
-        if np.any(lo_np < 0):
-            raise ValueError(f"{owner}: lower bounds must be >= 0 (the parameters are physical, positive), got {lo_np}")
-        if np.any(hi_np <= lo_np):
-            raise ValueError(
-                f"{owner}: every upper bound must exceed its lower bound, got lower {lo_np}, upper {hi_np}"
-            )
+    lo, hi = check_values((lo, hi), lambda a: a == a, f"{owner}: bounds must not be NaN")
+    lo = check_values(
+        lo, lambda a: a >= 0, f"{owner}: lower bounds must be >= 0 (the parameters are physical, positive)"
+    )
+    hi = check_condition(hi, hi > lo, f"{owner}: every upper bound must exceed its lower bound")
     return lo, hi
 
 
@@ -213,10 +207,8 @@ def fit_parameters(
     if not isinstance(n_iterations, (int, np.integer)) or isinstance(n_iterations, bool) or n_iterations < 1:
         raise ValueError(f"{owner}: n_iterations must be a Python int >= 1, got {n_iterations!r}")
     theta0 = _theta(p_init, fields)
-    if is_concrete(theta0) and np.any(~(np.asarray(theta0) > 0)):
-        raise ValueError(f"{owner}: the initial values of {fields} must be positive, got {np.asarray(theta0)}")
-    if is_concrete(learning_rate) and not float(learning_rate) > 0:
-        raise ValueError(f"{owner}: learning_rate must be positive, got {learning_rate!r}")
+    theta0 = check_values(theta0, lambda a: a > 0, f"{owner}: the initial values of {fields} must be positive")
+    learning_rate = check_values(learning_rate, lambda a: a > 0, f"{owner}: learning_rate must be positive")
     lo, hi = _bounds(lower, upper, len(fields), theta0.dtype, owner)
     w = _weights(weights, jnp.shape(xs_measured), owner)
     z_lo, z_hi = jnp.log(lo), jnp.log(hi)
@@ -307,8 +299,7 @@ def identifiability(
         raise ValueError(
             f"{owner}: x0 must have shape (nx,) and us shape (N, nu), got {jnp.shape(x0)} and {jnp.shape(us)}"
         )
-    if is_concrete(rtol) and not (0.0 < float(rtol) < 1.0):
-        raise ValueError(f"{owner}: rtol must lie in (0, 1), got {rtol!r}")
+    rtol = check_values(rtol, lambda a: (a > 0) & (a < 1), f"{owner}: rtol must lie in (0, 1)")
     theta = _theta(p, fields)
     w = _weights(weights, (jnp.shape(us)[0] + 1, jnp.shape(x0)[0]), owner)
 

@@ -33,7 +33,7 @@ from course_lib._types import (
     Step,
     TerminalCost,
 )
-from course_lib._validate import is_concrete
+from course_lib._validate import check_condition, check_values
 from course_lib._costs import zero_terminal_cost
 from course_lib.rollout import rollout, rollout_cost
 
@@ -96,15 +96,13 @@ def optimize_controls(
         raise ValueError(f"{owner}: n_iterations must be a Python int >= 1, got {n_iterations!r}")
     if jnp.ndim(us_init) != 2:
         raise ValueError(f"{owner}: us_init must have shape (N, nu), got shape {jnp.shape(us_init)}")
-    if max_grad_norm is not None and is_concrete(max_grad_norm) and not float(max_grad_norm) > 0:
-        raise ValueError(f"{owner}: max_grad_norm must be positive, got {max_grad_norm!r}")
-    if is_concrete(learning_rate) and not float(learning_rate) > 0:
-        raise ValueError(f"{owner}: learning_rate must be positive, got {learning_rate!r}")
+    if max_grad_norm is not None:
+        max_grad_norm = check_values(max_grad_norm, lambda a: a > 0, f"{owner}: max_grad_norm must be positive")
+    learning_rate = check_values(learning_rate, lambda a: a > 0, f"{owner}: learning_rate must be positive")
     nu = jnp.shape(us_init)[1]
     lo = jnp.full((nu,), -jnp.inf) if u_lower is None else jnp.broadcast_to(jnp.asarray(u_lower, float), (nu,))
     hi = jnp.full((nu,), jnp.inf) if u_upper is None else jnp.broadcast_to(jnp.asarray(u_upper, float), (nu,))
-    if is_concrete((lo, hi)) and np.any(np.asarray(hi) <= np.asarray(lo)):
-        raise ValueError(f"{owner}: every upper input bound must exceed its lower bound, got {lo} and {hi}")
+    hi = check_condition(hi, hi > lo, f"{owner}: every upper input bound must exceed its lower bound")
 
     if optimizer is None:
         optimizer = optax.adam(learning_rate)

@@ -106,3 +106,49 @@ def test_runtime_checks_leave_values_and_gradients_unchanged():
     assert jnp.allclose(eager[0], traced[0]) and jnp.allclose(eager[1], traced[1])
     # d/dk (k*0.01 + 3*0.2)^2 = 2 * (0.01 k + 0.6) * 0.01
     assert jnp.allclose(traced[1], 2 * (0.01 * k + 0.6) * 0.01)
+
+
+# --- hyper-parameters are checked under jit too (they used to be skipped when traced) ------------
+
+
+def test_traced_smoothing_width_is_caught():
+    def loss(theta):
+        return jnp.sum(theta**2)
+
+    estimate = jax.jit(lambda s: cl.fobg(loss, jnp.ones(2), jax.random.key(0), sigma=s, n_samples=8).grad)
+    assert jnp.all(jnp.isfinite(estimate(0.1)))
+    _raises_at_run_time(estimate, -0.1, match="fobg: sigma .* must be positive and finite")
+    _raises_at_run_time(estimate, jnp.nan, match="fobg: sigma .* must be positive and finite")
+
+
+def test_traced_input_bounds_in_the_wrong_order_are_caught():
+    step = cl.semi_implicit_euler(cl.pendulum, 0.05)
+    us = jnp.zeros((5, 1))
+
+    def solve(upper):
+        result = cl.optimize_controls(
+            step,
+            jnp.array([0.1, 0.0]),
+            us,
+            P,
+            lambda x, u, p: jnp.sum(u**2),
+            lambda x, p: jnp.sum(x**2),
+            n_iterations=2,
+            u_lower=-1.0,
+            u_upper=upper,
+        )
+        return result.us
+
+    solve = jax.jit(solve)
+    assert jnp.all(jnp.isfinite(solve(1.0)))
+    _raises_at_run_time(solve, -2.0, match="optimize_controls: every upper input bound must exceed its lower bound")
+
+
+def test_traced_discount_is_caught():
+    task = cl.wall_task()
+    params = cl.init_mlp(jax.random.key(0), (task.x0.shape[0], task.nu))
+    psi = jnp.zeros(cl.quadratic_features(task.x0).shape)
+    x0s = jnp.tile(task.x0, (2, 1))
+    loss = jax.jit(lambda g: cl.short_horizon_loss(params, psi, x0s, task, horizon=4, gamma=g)[0])
+    assert jnp.isfinite(loss(0.99))
+    _raises_at_run_time(loss, 1.5, match=r"short_horizon_loss: gamma must be in \(0, 1\]")

@@ -14,7 +14,7 @@ import numpy as np
 import optax
 
 from course_lib._types import Array, Float, Int, Key, PyTree, Scalar, ScalarLike
-from course_lib._validate import check_finite, is_concrete
+from course_lib._validate import check_finite, check_values
 from course_lib.health import TrainingHealth, contact_summary, health_record
 from course_lib.shac.critic import (
     Features,
@@ -105,14 +105,14 @@ def shac_train(
         :class:`ShacResult`.
     """
     owner = "shac_train"
-    _check_settings(owner, horizon=horizon, gamma=gamma, td_lambda=td_lambda, max_grad_norm=max_grad_norm)
+    gamma, td_lambda, max_grad_norm = _check_settings(
+        owner, horizon=horizon, gamma=gamma, td_lambda=td_lambda, max_grad_norm=max_grad_norm
+    )
     for name, value in (("n_iterations", n_iterations), ("n_envs", n_envs)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{owner}: {name} must be a Python int >= 1, got {value!r}")
-    if is_concrete(critic_tau) and not (0.0 < float(critic_tau) <= 1.0):
-        raise ValueError(f"{owner}: critic_tau must be in (0, 1], got {critic_tau!r}")
-    if is_concrete(critic_ridge) and not float(critic_ridge) >= 0.0:
-        raise ValueError(f"{owner}: critic_ridge must be >= 0, got {critic_ridge!r}")
+    critic_tau = check_values(critic_tau, lambda a: (a > 0) & (a <= 1), f"{owner}: critic_tau must be in (0, 1]")
+    critic_ridge = check_values(critic_ridge, lambda a: a >= 0, f"{owner}: critic_ridge must be >= 0")
     out = jax.eval_shape(policy, policy_params, task.x0)
     if out.shape != (task.nu,):
         raise ValueError(

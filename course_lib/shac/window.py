@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from course_lib._types import Array, ArrayLike, Float, PyTree, Scalar, ScalarLike
-from course_lib._validate import check_vector, is_concrete
+from course_lib._validate import check_values, check_vector
 from course_lib.shac.critic import Features, Policy, critic_value, mlp_policy, quadratic_features
 from course_lib.shac.tasks import ShacTask
 
@@ -40,21 +40,19 @@ class WindowRollout(NamedTuple):
 
 
 def _check_settings(owner, horizon=None, gamma=None, td_lambda=None, max_grad_norm=None):
+    """``(gamma, td_lambda, max_grad_norm)``, checked (``None`` stays ``None``); ``horizon`` must be an int."""
     if horizon is not None and (not isinstance(horizon, (int, np.integer)) or isinstance(horizon, bool) or horizon < 1):
         raise ValueError(f"{owner}: horizon h must be a Python int >= 1, got {horizon!r}")
+    checked = []
     for name, value, ok, what in (
-        ("gamma", gamma, lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
-        ("td_lambda", td_lambda, lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
-        ("max_grad_norm", max_grad_norm, lambda v: v > 0.0, "positive"),
+        ("gamma", gamma, lambda a: (a > 0) & (a <= 1), "in (0, 1]"),
+        ("td_lambda", td_lambda, lambda a: (a >= 0) & (a <= 1), "in [0, 1]"),
+        ("max_grad_norm", max_grad_norm, lambda a: (a > 0) & (a < np.inf), "positive"),
     ):
-        if value is None:
-            continue
-        if jnp.ndim(value) != 0:
+        if value is not None and jnp.ndim(value) != 0:
             raise ValueError(f"{owner}: {name} must be a scalar, got shape {jnp.shape(value)}")
-        if is_concrete(value):
-            v = float(np.asarray(value))
-            if not np.isfinite(v) or not ok(v):
-                raise ValueError(f"{owner}: {name} must be {what}, got {v!r}")
+        checked.append(None if value is None else check_values(value, ok, f"{owner}: {name} must be {what}"))
+    return tuple(checked)
 
 
 def short_horizon_loss(
@@ -87,7 +85,7 @@ def short_horizon_loss(
         ``(loss, WindowRollout)``.
     """
     owner = "short_horizon_loss"
-    _check_settings(owner, horizon=horizon, gamma=gamma)
+    gamma, _, _ = _check_settings(owner, horizon=horizon, gamma=gamma)
     if jnp.ndim(x_starts) != 2 or jnp.shape(x_starts)[1] != task.x0.shape[0]:
         raise ValueError(f"{owner}: x_starts must have shape (B, {task.x0.shape[0]}), got shape {jnp.shape(x_starts)}")
     x_starts = jax.lax.stop_gradient(x_starts)
