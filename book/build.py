@@ -49,7 +49,8 @@ def main(argv: Sequence[str]) -> None:
     from jupyter_book.cli.main import main as jupyter_book_cli
 
     # Sphinx 7.4 (pinned) reads and writes its parallel chunks through this module-level name.
-    assert hasattr(sphinx.builders, "make_chunks"), "sphinx.builders.make_chunks moved: update book/build.py"
+    if not hasattr(sphinx.builders, "make_chunks"):
+        raise SystemExit("book/build.py: sphinx.builders.make_chunks is gone in this Sphinx; update the script")
     sphinx.builders.make_chunks = one_page_per_task  # type: ignore[assignment]
     # jupyter-book's `build` command imports build_sphinx from here when it runs, and passes no jobs.
     jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx, jobs=max(1, ours.jobs))
