@@ -145,6 +145,11 @@ def relaxed_complementarity(q: Float[ArrayLike, "*shape"], kappa: Float[ArrayLik
 # --- force laws (formulas) ------------------------------------------------------------------
 
 
+def _spring_damper(stiffness, damping, owner):
+    """``(stiffness, damping)`` of a force law, each checked to be non-negative and finite."""
+    return check_nonnegative(stiffness, "stiffness", owner), check_nonnegative(damping, "damping", owner)
+
+
 def _gated_rate(phi, phi_dot):
     r""":math:`\dot d` for :math:`d = \max(0, -\phi)`: :math:`-\dot\phi` while penetrating, else 0."""
     return jnp.where(phi < 0, -phi_dot, jnp.zeros_like(phi_dot))
@@ -169,8 +174,7 @@ def penalty_force(phi: Gap, phi_dot: Gap, stiffness: ScalarLike, damping: Scalar
     Returns:
         :math:`\lambda_n \ge 0`, shape of ``phi``.
     """
-    stiffness = check_nonnegative(stiffness, "stiffness", "penalty_force")
-    damping = check_nonnegative(damping, "damping", "penalty_force")
+    stiffness, damping = _spring_damper(stiffness, damping, "penalty_force")
     d = jnp.maximum(0.0, -phi)
     return jnp.maximum(0.0, stiffness * d + damping * _gated_rate(phi, phi_dot))
 
@@ -199,8 +203,7 @@ def softplus_clamp_force(
     Returns:
         :math:`\lambda_n > 0`, shape of ``phi``.
     """
-    stiffness = check_nonnegative(stiffness, "stiffness", "softplus_clamp_force")
-    damping = check_nonnegative(damping, "damping", "softplus_clamp_force")
+    stiffness, damping = _spring_damper(stiffness, damping, "softplus_clamp_force")
     beta = check_positive(beta, "beta", "softplus_clamp_force")
     d = jnp.maximum(0.0, -phi)
     return jax.nn.softplus(beta * (stiffness * d + damping * _gated_rate(phi, phi_dot))) / beta
@@ -233,8 +236,7 @@ def softplus_penetration_force(
     Returns:
         :math:`\lambda_n \ge 0`, shape of ``phi``.
     """
-    stiffness = check_nonnegative(stiffness, "stiffness", "softplus_penetration_force")
-    damping = check_nonnegative(damping, "damping", "softplus_penetration_force")
+    stiffness, damping = _spring_damper(stiffness, damping, "softplus_penetration_force")
     beta = check_positive(beta, "beta", "softplus_penetration_force")
     d = jax.nn.softplus(-beta * phi) / beta
     d_dot = -phi_dot * jax.nn.sigmoid(-beta * phi)
@@ -265,8 +267,7 @@ def smooth_contact_force(
     Returns:
         :math:`\lambda_n > 0`, shape of ``phi``.
     """
-    stiffness = check_nonnegative(stiffness, "stiffness", "smooth_contact_force")
-    damping = check_nonnegative(damping, "damping", "smooth_contact_force")
+    stiffness, damping = _spring_damper(stiffness, damping, "smooth_contact_force")
     force_beta = check_positive(force_beta, "force_beta", "smooth_contact_force")
     gap_beta = check_positive(gap_beta, "gap_beta", "smooth_contact_force")
     d = jax.nn.softplus(-gap_beta * phi) / gap_beta
