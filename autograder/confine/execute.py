@@ -33,7 +33,7 @@ import time
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Unicode
+from traitlets import Bool, Float, Unicode
 
 from autograder.confine.compile_cache import ENTRIES, MANIFEST, verified_entries
 from autograder.confine.kernel import confined_kernel
@@ -79,6 +79,11 @@ class SafeExecute(Execute):
         "",
         help="Root of the instructor's sealed JAX compilation cache (autograder.confine.compile_cache); '' for none.",
     ).tag(config=True)
+    fork_kernels = Bool(
+        True,
+        help="Fork each grading kernel from a warm zygote (autograder.confine.zygote) instead of starting a new "
+        "interpreter; False launches every kernel from nothing (slower, equally confined).",
+    ).tag(config=True)
     #: seconds already spent per (student, assignment) in this nbgrader process
     _spent: dict = {}
 
@@ -105,7 +110,8 @@ class SafeExecute(Execute):
         self._deadline = start + min(self.notebook_budget_s, max(0.0, self.submission_budget_s - spent))
         exercise = (resources.get("metadata") or {}).get("name", "")
         try:
-            with confined_kernel(exercise, self.limits, self._verified_cache()) as confined:
+            cache = self._verified_cache()
+            with confined_kernel(exercise, self.limits, cache, fork=self.fork_kernels, log=self.log) as confined:
                 try:
                     return super().preprocess(nb, resources, confined)
                 finally:  # nbclient leaves a kernel it did not create running; confined_kernel ends it

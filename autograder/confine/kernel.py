@@ -5,6 +5,10 @@ metadata) and always starts :mod:`autograder.confine.launcher`, over Unix socket
 scratch folder (no TCP port exists for it). :func:`confined_kernel` wraps one notebook's kernel: it
 picks the kernel's user (as root), makes the scratch folder, and afterwards shuts the kernel down,
 ends every process the notebook started and removes the folder.
+
+The launcher normally runs forked from this process's warm zygote (:mod:`autograder.confine.zygote`,
+:class:`ForkingProvisioner`): the same steps and the same command line, without a new interpreter and its
+imports. Where no zygote is available the launcher is started as a process of its own.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,9 +25,10 @@ import zmq
 import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.utils import run_sync
 
-from autograder.confine import isolation
+from autograder.confine import isolation, zygote as zygote_
 from autograder.confine.limits import Limits, require_sandbox
 
 
@@ -32,11 +38,34 @@ from autograder.confine.limits import Limits, require_sandbox
 MAX_MESSAGE_BYTES = 64 * 2**20
 
 
+class ForkingProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner, but the launcher is forked from a zygote instead of started."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        forked = self.parent.zygote
+        if cmd[0] != sys.executable or tuple(cmd[1:3]) != zygote_.LAUNCHER_PREFIX:
+            raise RuntimeError(f"not the grading launcher: {cmd[:3]}")
+        self.process = forked.fork(cmd[3:])
+        self.pid = self.pgid = self.process.pid  # the child called setsid() before its pid was sent
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
+
 class ConfinedKernelManager(AsyncKernelManager):
-    """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`)."""
+    """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`).
+
+    With :attr:`zygote` set, the launcher is forked from it (:class:`ForkingProvisioner`).
+    """
 
     launcher_argv: list[str] = []
+    zygote: zygote_.Zygote | None = None
     _client_contexts: list = []
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.provisioner is None and self.zygote is not None:
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+            self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+        return await super()._async_pre_start_kernel(**kw)
 
     @property
     def kernel_spec(self) -> KernelSpec:
@@ -79,11 +108,14 @@ def launcher_argv(
 
 
 @contextmanager
-def confined_kernel(exercise: str, limits: Limits, compile_cache: Path | None = None, **manager_options):
+def confined_kernel(
+    exercise: str, limits: Limits, compile_cache: Path | None = None, fork: bool = True, log=None, **manager_options
+):
     """A kernel manager (not started) for grading ``exercise``; on exit nothing of that kernel is left.
 
     ``compile_cache``: a JAX compilation cache folder the caller has verified
     (:func:`autograder.confine.compile_cache.verified_entries`); the kernel reads it and never writes it.
+    ``fork``: fork the kernel from this process's zygote (started on first use) when one can run.
     """
     require_sandbox(limits)
     uid = isolation.pick_uid() if limits.sandbox and isolation.is_root() else None
@@ -97,6 +129,7 @@ def confined_kernel(exercise: str, limits: Limits, compile_cache: Path | None = 
         **manager_options,
     )
     km.launcher_argv = launcher_argv(scratch, uid, exercise, limits, compile_cache)
+    km.zygote = zygote_.zygote_for(compile_cache, log) if fork else None
     try:
         yield km
     finally:

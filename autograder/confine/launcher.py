@@ -124,7 +124,8 @@ def confine(opts: argparse.Namespace) -> None:
     landlock.confine(scratch, extra_readable=readable)
 
 
-def main(argv=None) -> None:
+def main(argv=None, before_kernel=None) -> None:
+    """Confine this process as ``argv`` says, then become the kernel; ``before_kernel()`` runs just before."""
     opts, kernel_args = parse(list(sys.argv[1:] if argv is None else argv))
     apply_limits(opts)
     if opts.no_sandbox:  # nothing is tamper-resistant then; the cache only makes it as fast
@@ -133,6 +134,8 @@ def main(argv=None) -> None:
         os.chdir(opts.scratch)
     else:
         confine(opts)
+    if before_kernel is not None:
+        before_kernel()
     from ipykernel import kernelapp
 
     sys.argv = [sys.argv[0], "-f", str(opts.connection_file), *kernel_args]

@@ -1,0 +1,331 @@
+"""Grading kernels forked from a warm template process (a "zygote") instead of each starting from nothing.
+
+Every grading kernel used to start a fresh interpreter, import ipykernel, and then, in the notebook's
+setup cell, import JAX, numpy, matplotlib and ``course_lib``: one to two CPU seconds per notebook, the same
+for every student. A zygote does that work once per grading process: ``python -m autograder.confine.zygote``
+imports :data:`PRELOAD` and then only waits. For each kernel the trusted side sends it the launcher's
+arguments; it forks, and the child runs exactly the launcher's steps (:func:`autograder.confine.launcher.main`:
+limits, namespaces, its own user, the allow-listed environment, Landlock) before ipykernel starts. The
+setup cell's imports then find their modules already loaded.
+
+Why a forked kernel is confined as tightly as one started from nothing (the instructors page says it too):
+
+* the zygote never runs student code and never receives a student byte. A request carries only the
+  launcher's arguments (scratch folder, user id, exercise name, limits), and the zygote's environment is a
+  grading kernel's allow-list, so it holds no password or token;
+* it holds only code every kernel may read anyway: after the imports it checks that each loaded module's
+  file lies in what Landlock lets every kernel read (no exercise's support module, no reference data)
+  or is the confine code that a launched kernel also runs, and refuses to serve otherwise;
+* each kernel is a fork of that untouched state. What a student changes (a patched ``course_lib``
+  function, a global, a module attribute) lives in that kernel's copy-on-write memory and dies with it;
+  the next kernel is forked from the same clean template;
+* the child closes every inherited descriptor but 0-2 before anything else runs (it cannot ask the zygote
+  for more), and the zygote is not dumpable: a kernel can neither trace it nor read its memory, and as
+  root a kernel has a user of its own that cannot signal it;
+* the zygote sends the grader a pidfd of each kernel (``SCM_RIGHTS``), so the grader waits for and kills
+  exactly that process; a kernel dies with the zygote (``PR_SET_PDEATHSIG``), and the zygote ends when the
+  grading process that started it closes its socket, or dies.
+
+Linux only (pidfds, ``SOCK_SEQPACKET``). Where it is unavailable, or the zygote does not start, kernels
+are started the old way, each by its own interpreter, and the reason is logged.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from autograder.confine import landlock, launcher
+
+#: modules every grading kernel may read (venv, course_lib, the capture side of autograder), loaded once
+PRELOAD = (
+    "numpy",
+    "jax",
+    "jax.numpy",
+    "jax.scipy.linalg",
+    "optax",
+    "matplotlib",
+    "matplotlib.pyplot",
+    "course_lib",
+    "autograder",
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+)
+#: the command a launched kernel starts with; a forked kernel gets the arguments after it
+LAUNCHER_PREFIX = ("-m", "autograder.confine.launcher")
+READY_TIMEOUT_S = 180.0  # the imports take 2-4 s on an idle machine, far longer on a loaded one
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def available() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+
+
+# ----------------------------------------------------------------------------------------------- zygote side
+
+
+def foreign_modules() -> list[str]:
+    """Loaded modules whose file a grading kernel could not read itself (should be none)."""
+    allowed = [p.resolve() for p in landlock.readable_paths()] + [landlock.ROOT / "autograder" / "confine"]
+    foreign = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        resolved = Path(path).resolve()
+        if not any(resolved.is_relative_to(a) for a in allowed):
+            foreign.append(f"{name} ({resolved})")
+    return sorted(foreign)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _child(conn: socket.socket, started: int, argv: list[str]) -> None:
+    """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
+    code = 1
+    try:
+        os.setsid()  # its own process group and session, as a launched kernel has
+        os.write(started, b"1")
+        os.close(conn.detach())  # detach, so that no stale Python object closes a reused number later
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `started` included: nothing leads back to the zygote
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process (changing user clears it again)
+        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:  # the zygote's legacy numpy stream would otherwise repeat in every kernel
+            numpy.random.seed()
+        tempfile.tempdir = None  # TMPDIR is the kernel's own scratch folder, not the zygote's
+        zygote = os.getppid()
+
+        def die_with_zygote() -> None:  # after the user change, which clears PDEATHSIG
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != zygote:
+                os._exit(1)
+
+        launcher.main(argv, before_kernel=die_with_zygote)
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:  # noqa: BLE001 - a child must never return into the zygote's loop
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def serve(conn: socket.socket) -> None:
+    """Answer fork requests on ``conn`` until the grading process closes it."""
+    while True:
+        _reap()
+        if not select.select([conn], [], [], 0.5)[0]:
+            continue
+        message = conn.recv(1 << 16)
+        if not message:
+            return  # the grader closed its end, or died
+        argv = json.loads(message)["argv"]
+        started_r, started_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(started_r)
+            _child(conn, started_w, argv)
+        os.close(started_w)
+        os.read(started_r, 1)  # the child is in its own process group before the grader learns its pid
+        os.close(started_r)
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
+        finally:
+            os.close(pidfd)
+
+
+def main(argv=None) -> None:
+    fd = int((sys.argv[1:] if argv is None else argv)[0])
+    conn = socket.socket(fileno=fd)
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/<pid>/mem, even for the same user
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the instructor's terminal ends the grader, which ends us
+    # ipykernel's parent poller reads JPY_PARENT_PID when it is imported: the kernel's parent is this process
+    os.environ["JPY_PARENT_PID"] = str(os.getpid())
+    try:
+        for name in PRELOAD:
+            importlib.import_module(name)
+        foreign = foreign_modules()
+        if foreign:
+            raise RuntimeError(f"the zygote would hold modules a kernel may not read: {foreign[:5]}")
+    except BaseException as exc:  # noqa: BLE001 - reported to the grader, which then launches kernels itself
+        conn.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+        return
+    conn.send(json.dumps({"ready": os.getpid()}).encode())
+    serve(conn)
+
+
+# ----------------------------------------------------------------------------------------------- grader side
+
+
+class ForkedKernel:
+    """The part of ``subprocess.Popen`` that jupyter_client's ``LocalProvisioner`` uses, for a forked kernel.
+
+    The kernel is the zygote's child, not ours: it is held by a pidfd, which names exactly that process
+    (a pid could be reused). Its exit status stays with its parent; :attr:`returncode` is 0 once it ended.
+    """
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int, pidfd: int):
+        self.pid, self._pidfd, self.returncode = pid, pidfd, None
+
+    def _ended(self, timeout: float | None) -> bool:
+        if self.returncode is None and select.select([self._pidfd], [], [], timeout)[0]:
+            self.returncode = 0
+            os.close(self._pidfd)
+        return self.returncode is not None
+
+    def poll(self):
+        self._ended(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None):
+        if not self._ended(timeout):
+            raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if not self._ended(0):
+            signal.pidfd_send_signal(self._pidfd, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def __del__(self):
+        if self.returncode is None:
+            os.close(self._pidfd)
+
+
+class Zygote:
+    """A running zygote for kernels that read the compilation cache ``compile_cache`` (or none)."""
+
+    def __init__(self, compile_cache: Path | None):
+        self.compile_cache = compile_cache
+        self._lock = threading.Lock()
+        self.home = Path(tempfile.mkdtemp(prefix="s04-zygote-"))  # its HOME, matplotlib's font cache; 0700
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._conn = ours
+        env = launcher.kernel_environment(self.home, compile_cache)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "autograder.confine.zygote", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a process group of its own: ending a kernel's group never reaches it
+            )
+        finally:
+            theirs.close()
+        reply = self._receive(READY_TIMEOUT_S)[0]
+        if "ready" not in reply:
+            self.close()
+            raise RuntimeError(f"the kernel zygote did not start: {reply.get('error', reply)}")
+
+    def _receive(self, timeout: float) -> tuple[dict, list[int]]:
+        if not select.select([self._conn], [], [], timeout)[0]:
+            raise TimeoutError(f"no answer from the kernel zygote in {timeout:.0f} s")
+        message, fds, _, _ = socket.recv_fds(self._conn, 1 << 16, 1)
+        if not message:
+            raise ConnectionError("the kernel zygote has ended")
+        return json.loads(message), fds
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def fork(self, launcher_args: list[str]) -> ForkedKernel:
+        """A new kernel: the launcher run with ``launcher_args``, forked from the warm template."""
+        with self._lock:
+            self._conn.send(json.dumps({"argv": list(launcher_args)}).encode())
+            reply, fds = self._receive(60.0)
+        if "pid" not in reply or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise RuntimeError(f"the kernel zygote did not fork: {reply}")
+        return ForkedKernel(reply["pid"], fds[0])
+
+    def close(self) -> None:
+        self._conn.close()  # the zygote sees the end of its socket and exits; its kernels die with it
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        import shutil
+
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_current: Zygote | None = None
+_broken = ""  # why this process stopped trying to use a zygote
+_registry_lock = threading.Lock()
+
+
+def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
+    """This process's zygote for ``compile_cache`` (started on first use), or None: launch the kernel instead."""
+    global _current, _broken
+    if not available() or _broken:
+        return None
+    with _registry_lock:
+        if _current is not None and (_current.compile_cache != compile_cache or not _current.alive()):
+            _current.close()
+            _current = None
+        if _current is None:
+            start = time.monotonic()
+            try:
+                _current = Zygote(compile_cache)
+                atexit.register(close_zygote)  # waited for, so its CPU time (and its kernels') is counted
+            except (OSError, RuntimeError) as exc:
+                _broken = f"{type(exc).__name__}: {exc}"
+                if log is not None:
+                    log.warning("grading kernels are launched one by one, not forked: %s", _broken)
+                return None
+            if log is not None:
+                log.info("kernel zygote started in %.1f s", time.monotonic() - start)
+        return _current
+
+
+def close_zygote() -> None:
+    global _current
+    with _registry_lock:
+        if _current is not None:
+            _current.close()
+            _current = None
+
+
+if __name__ == "__main__":
+    main()
