@@ -41,6 +41,7 @@ TIERS = {
     "test_exchange.py": ("nbgrader", "slow"),
     "test_untrusted_outputs.py": ("nbgrader",),
     "test_sandbox.py": ("nbgrader",),
+    "test_zygote.py": ("nbgrader",),
     "test_book.py": ("book", "slow"),
     "test_browser.py": ("book", "browser", "slow"),
     "test_benchmarks_smoke.py": ("slow",),

@@ -29,7 +29,7 @@ from autograder.confine.compile_cache import default_root, seal, verified_entrie
 from autograder.confine.limits import DEFAULT_LIMITS
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
-from autograder.ops.selftest import make_submission
+from autograder.ops.selftest import make_submission, solution_sources
 
 # one worker grades the catalogue once (a module fixture would otherwise run on each xdist worker)
 pytestmark = pytest.mark.xdist_group("hostile")
@@ -133,6 +133,34 @@ except OSError as exc:
 else:
     print("FORKS NOT STOPPED", count)
 """
+# kernels are forks of one warm template process (autograder/confine/zygote.py): what this kernel patches must not
+# reach the next student's kernel (zz-reference, graded after it in the same nbgrader run), nor can it reach the template
+POISON_NEXT_KERNEL = """\
+import ctypes, os, sys
+import numpy as np, jax.numpy as jnp, course_lib, autograder.kernel.capture as capture
+course_lib.rollout = lambda *a, **k: 0.0
+np.allclose = lambda *a, **k: False
+jnp.sum = lambda *a, **k: 0.0
+capture.grade = lambda *a, **k: None
+sys.modules["course_lib"].__dict__["POISONED"] = True
+template = os.getppid()
+def ptrace():
+    if ctypes.CDLL(None, use_errno=True).ptrace(16, template, 0, 0) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), "ptrace")
+for label, attempt in {
+    "ptrace-parent": ptrace,
+    "write-parent-memory": lambda: open(f"/proc/{template}/mem", "r+b"),
+    "read-parent-environment": lambda: open(f"/proc/{template}/environ", "rb").read(),
+}.items():
+    try:
+        attempt()
+        print("ESCAPED", label)
+    except OSError as exc:
+        print("BLOCKED", label, type(exc).__name__)
+def fd_grad(u, dt, eps=1e-6):
+    return np.zeros(np.shape(u)), 0
+"""
+REFERENCE = "zz-reference"  # the reference answers, graded after every hostile student of the plain run
 LOOP_FOREVER = "while True:\n    pass\n"
 # a loop that swallows the interrupt sent at each timeout: the kernel stays busy, so every later cell times out too
 LOOP_IGNORING_INTERRUPTS = (
@@ -171,7 +199,10 @@ def escape_attempts(course: Path) -> str:
         "read-solution": f"open({str(ROOT / 'assignments' / 'source' / SECTION / (EXERCISE + '.md'))!r}).read()",
         "write-gradebook": f"open({str(course / 'gradebook.db')!r}, 'ab').write(b'x')",
         "write-other-student": f"open({str(course / 'submitted' / 'blank' / SECTION / 'x.ipynb')!r}, 'w').write('x')",
-        "signal-grader": "__import__('os').kill(__import__('os').getppid(), 9)",
+        # a kernel's parent is the warm template it was forked from (autograder/confine/zygote.py), whose
+        # parent is the grading process; a launched kernel's parent is the grading process itself
+        "signal-template": "__import__('os').kill(__import__('os').getppid(), 9)",
+        "signal-grader": "__import__('os').kill(GRADER, 9)",
         # the instructor's compilation cache: the kernel reads it (and says so), and can change nothing in it
         "plant-compile-cache": f"open({str(entries / 'jit_planted-cache')!r}, 'wb').write(b'x')",
         "overwrite-compile-cache": f"open({str(entries / DUMMY_ENTRY)!r}, 'r+b').write(b'x')",
@@ -179,9 +210,13 @@ def escape_attempts(course: Path) -> str:
         "chmod-compile-cache": f"__import__('os').chmod({str(entries)!r}, 0o777)",
     }
     if sandbox.abi_version() < 6:  # without signal scoping this would kill the test's nbgrader run
-        del targets["signal-grader"]
+        del targets["signal-grader"], targets["signal-template"]
     lines = [
         "import os",
+        "GRADER = os.getppid()",
+        "if b'autograder.confine.zygote' in open(f'/proc/{GRADER}/cmdline', 'rb').read():",
+        "    GRADER = int(next(l for l in open(f'/proc/{GRADER}/status') if l.startswith('PPid:')).split()[1])",
+        "print('GRADER', GRADER, open(f'/proc/{GRADER}/cmdline', 'rb').read()[:200])",
         "print('COMPILE CACHE', os.environ.get('JAX_COMPILATION_CACHE_DIR'))",
         # JAX told to write every program it compiles: the cache must still be exactly what the instructor sealed
         "import jax, jax.numpy as jnp",
@@ -237,6 +272,7 @@ HOSTILE = {
     "fork-bomb": ({CELL: FORK_BOMB}, None, "FORKS STOPPED"),
     "every-cell-loops": ({CELL: LOOP_IGNORING_INTERRUPTS, CELL2: LOOP_FOREVER}, None, "评分时间上限"),
     "script-in-output": ({CELL: SCRIPT_IN_OUTPUT}, None, "隐藏测试 1/"),
+    "poison-next-kernel": ({CELL: POISON_NEXT_KERNEL}, None, "BLOCKED ptrace-parent PermissionError"),
 }
 #: the cases graded a second time through the class run (python -m autograder autograde)
 CLASS_RUN_CASES = (
@@ -297,8 +333,9 @@ def listener():
 
 
 def _submit(course: Path, release_nb, students, port: int) -> None:
+    reference = solution_sources(nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4))
     for student in students:
-        cells, transform, _ = {**HOSTILE, "blank": ({}, None, "")}[student]
+        cells, transform, _ = {**HOSTILE, "blank": ({}, None, ""), REFERENCE: (reference, None, "")}[student]
         folder = course / "submitted" / student / SECTION
         folder.mkdir(parents=True)
         if cells == "ESCAPE":
@@ -319,7 +356,7 @@ def graded(tmp_path_factory, listener, released_course):
     course = released_course(SECTION, root / "course")
     seal_dummy_cache(course)
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
-    _submit(course, release_nb, [*HOSTILE, "blank"], port)
+    _submit(course, release_nb, [*HOSTILE, "blank", REFERENCE], port)
     # one nbgrader run for the whole catalogue: it must complete (nbgrader exits non-zero otherwise)
     nbgrader(["autograde", SECTION, "--force", *LIMITS], course, timeout=1800)
 
@@ -365,6 +402,10 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, stude
         raw = json.dumps([c.get("outputs", []) for c in nb.cells], ensure_ascii=False)
         assert not [a for a in ACTIVE_CONTENT if a in raw], raw[:3000]
         assert "harmless table" in raw
+    if student == "poison-next-kernel":
+        assert "ESCAPED" not in text, text[-2000:]
+        for label in ("ptrace-parent", "write-parent-memory", "read-parent-environment"):
+            assert f"BLOCKED {label} PermissionError" in text, text[-2000:]
     if student == "every-cell-loops":
         # the budget stopped it: the first looping cell is named, later cells were not run, the blank's points stay
         assert "超时的单元：“fd_grad_answer”" in text, text[-2000:]
@@ -381,7 +422,7 @@ def test_no_attempt_escapes_the_sandbox(graded):
             expected = ["read-data", "import-reference", "read-solution", "write-gradebook", "write-other-student"]
             expected += ["plant-compile-cache", "overwrite-compile-cache", "remove-compile-cache"]
             if sandbox.abi_version() >= 6:
-                expected.append("signal-grader")
+                expected += ["signal-template", "signal-grader"]
             if isolation.is_root():  # Landlock leaves modes alone; the kernel's own user owns nothing there
                 expected.append("chmod-compile-cache")
             for label in expected:
@@ -390,6 +431,16 @@ def test_no_attempt_escapes_the_sandbox(graded):
         assert not (course / "submitted" / "blank" / SECTION / "x.ipynb").exists()
         entries, why = verified_entries(default_root(course))
         assert entries is not None and [p.name for p in entries.iterdir()] == [DUMMY_ENTRY], why
+
+
+def test_a_student_graded_after_the_hostile_ones_gets_full_marks(graded):
+    # every kernel of the plain run is forked from the same template: a poisoned or crashed kernel before
+    # this one must change nothing for it (sorted by name, nbgrader grades zz-reference last)
+    course, scores = graded["nbgrader"]
+    score, total = scores[REFERENCE][EXERCISE]["auto"]
+    assert score == total > 0, _outputs_text(
+        nbformat.read(course / "autograded" / REFERENCE / SECTION / f"{EXERCISE}.ipynb", as_version=4)
+    )[-2000:]
 
 
 def _processes_with(marker: str) -> list[str]:

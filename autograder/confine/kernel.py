@@ -41,11 +41,16 @@ MAX_MESSAGE_BYTES = 64 * 2**20
 class ForkingProvisioner(LocalProvisioner):
     """jupyter_client's local provisioner, but the launcher is forked from a zygote instead of started."""
 
+    zygote: zygote_.Zygote
+
     async def launch_kernel(self, cmd: list[str], **kwargs):
-        forked = self.parent.zygote
         if cmd[0] != sys.executable or tuple(cmd[1:3]) != zygote_.LAUNCHER_PREFIX:
             raise RuntimeError(f"not the grading launcher: {cmd[:3]}")
-        self.process = forked.fork(cmd[3:])
+        try:
+            self.process = self.zygote.fork(cmd[3:])
+        except (OSError, RuntimeError) as exc:  # the zygote died (or hung): this kernel starts the old way
+            self.log.warning("kernel zygote failed (%s: %s); launching this kernel instead", type(exc).__name__, exc)
+            return await super().launch_kernel(cmd, **kwargs)
         self.pid = self.pgid = self.process.pid  # the child called setsid() before its pid was sent
         self.cwd = kwargs.get("cwd")
         return self.connection_info
@@ -54,17 +59,22 @@ class ForkingProvisioner(LocalProvisioner):
 class ConfinedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`).
 
-    With :attr:`zygote` set, the launcher is forked from it (:class:`ForkingProvisioner`).
+    With :attr:`fork` set, the launcher is forked from this process's zygote for :attr:`compile_cache`
+    (:class:`ForkingProvisioner`), started on the first kernel; without one it is started as a process.
     """
 
     launcher_argv: list[str] = []
-    zygote: zygote_.Zygote | None = None
+    fork = False
+    compile_cache: Path | None = None
+    grading_log = None
     _client_contexts: list = []
 
     async def _async_pre_start_kernel(self, **kw):
-        if self.provisioner is None and self.zygote is not None:
+        zygote = zygote_.zygote_for(self.compile_cache, self.grading_log) if self.fork else None
+        if self.provisioner is None and zygote is not None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
             self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+            self.provisioner.zygote = zygote
         return await super()._async_pre_start_kernel(**kw)
 
     @property
@@ -129,7 +139,7 @@ def confined_kernel(
         **manager_options,
     )
     km.launcher_argv = launcher_argv(scratch, uid, exercise, limits, compile_cache)
-    km.zygote = zygote_.zygote_for(compile_cache, log) if fork else None
+    km.fork, km.compile_cache, km.grading_log = fork, compile_cache, log
     try:
         yield km
     finally:

@@ -166,14 +166,16 @@ def serve(conn: socket.socket) -> None:
 
 
 def main(argv=None) -> None:
-    fd = int((sys.argv[1:] if argv is None else argv)[0])
+    """``python -m autograder.confine.zygote FD [MODULE ...]``: preload :data:`PRELOAD` and MODULEs, then serve FD."""
+    fd, *extra = (sys.argv[1:] if argv is None else argv)
+    fd = int(fd)
     conn = socket.socket(fileno=fd)
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/<pid>/mem, even for the same user
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the instructor's terminal ends the grader, which ends us
     # ipykernel's parent poller reads JPY_PARENT_PID when it is imported: the kernel's parent is this process
     os.environ["JPY_PARENT_PID"] = str(os.getpid())
     try:
-        for name in PRELOAD:
+        for name in (*PRELOAD, *extra):
             importlib.import_module(name)
         foreign = foreign_modules()
         if foreign:
@@ -233,7 +235,7 @@ class ForkedKernel:
 class Zygote:
     """A running zygote for kernels that read the compilation cache ``compile_cache`` (or none)."""
 
-    def __init__(self, compile_cache: Path | None):
+    def __init__(self, compile_cache: Path | None, extra_preload: tuple = ()):
         self.compile_cache = compile_cache
         self._lock = threading.Lock()
         self.home = Path(tempfile.mkdtemp(prefix="s04-zygote-"))  # its HOME, matplotlib's font cache; 0700
@@ -242,7 +244,7 @@ class Zygote:
         env = launcher.kernel_environment(self.home, compile_cache)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.confine.zygote", str(theirs.fileno())],
+                [sys.executable, "-m", "autograder.confine.zygote", str(theirs.fileno()), *extra_preload],
                 pass_fds=[theirs.fileno()],
                 env=env,
                 cwd=self.home,
