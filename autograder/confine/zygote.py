@@ -110,8 +110,7 @@ def _child(conn: socket.socket, started: int, argv: list[str]) -> None:
         os.close(conn.detach())  # detach, so that no stale Python object closes a reused number later
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `started` included: nothing leads back to the zygote
         _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process (changing user clears it again)
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any new interpreter (the zygote ignores it)
         numpy = sys.modules.get("numpy")
         if numpy is not None:  # the zygote's legacy numpy stream would otherwise repeat in every kernel
             numpy.random.seed()
@@ -310,7 +309,6 @@ def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
             start = time.monotonic()
             try:
                 _current = Zygote(compile_cache)
-                atexit.register(close_zygote)  # waited for, so its CPU time (and its kernels') is counted
             except (OSError, RuntimeError) as exc:
                 _broken = f"{type(exc).__name__}: {exc}"
                 if log is not None:
@@ -321,6 +319,7 @@ def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
         return _current
 
 
+@atexit.register  # a grading process that exits normally waits for its zygote (and so counts its CPU time)
 def close_zygote() -> None:
     global _current
     with _registry_lock:
