@@ -192,3 +192,18 @@ def test_zygote_ends_with_the_grader():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL
     assert _gone(int(proc.stdout.strip()), 10), "the zygote outlived the grading process that started it"
+
+
+def test_a_notebook_without_code_starts_no_kernel_and_an_added_code_cell_still_runs(monkeypatch):
+    from autograder.confine import execute
+
+    started = []
+    real = execute.confined_kernel
+    monkeypatch.setattr(execute, "confined_kernel", lambda *a, **k: started.append(a) or real(*a, **k))
+    written = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("我的回答：……")])
+    execute.SafeExecute().preprocess(written, {"metadata": {"name": "s04_1_ex3"}})
+    assert started == []
+    written.cells.append(nbformat.v4.new_code_cell("print('a student added this cell')"))
+    execute.SafeExecute().preprocess(written, {"metadata": {"name": "s04_1_ex3"}})
+    assert len(started) == 1
+    assert "a student added this cell" in written.cells[-1].outputs[0]["text"]

@@ -21,6 +21,7 @@
 * the instructor's JAX compilation cache (``compile_cache``, set in the course's nbgrader config) is
   verified against its manifest before each kernel and handed to it read-only, or left out with the
   reason logged (:mod:`autograder.confine.compile_cache`);
+* a notebook without any code cell (written answers only, as handed in) starts no kernel at all;
 * the time each notebook spends starting its kernel and executing its cells is added to
   :data:`PHASE_SECONDS`, which the class run's workers report per submission.
 """
@@ -98,6 +99,8 @@ class SafeExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
+        if not any(cell.cell_type == "code" for cell in nb.cells):
+            return nb, resources  # a written-answers-only notebook: nothing to run, so no kernel to start
         meta = resources.get("nbgrader") or {}
         self._submission = (meta.get("student"), meta.get("assignment"))
         self._cell_timeout = self.timeout

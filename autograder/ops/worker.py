@@ -9,7 +9,8 @@ the verdict and the gradebook are the same as for any other entry point.
 
 Why isolation is as strong as one process per submission: the student's code never runs in the worker.
 Each notebook still gets a fresh kernel, confined before its first byte (own user as root, no network,
-Landlock, limits), ended with every process it started; the worker only holds trusted code (nbgrader
+Landlock, limits), ended with every process it started (forked from the worker's untouched template
+process, :mod:`autograder.confine.zygote`, which never runs student code); the worker only holds trusted code (nbgrader
 and the verdict), which reads what the kernel returned through the strict protocol decoder. The kernels a
 worker starts inherit none of its pipes: the job protocol runs over a ``multiprocessing`` pipe, which
 kernels never see (``close_fds``), and the worker's own stdout and stderr go to its log file, so nothing a
