@@ -104,9 +104,7 @@ def timed(mode: str, section: str, n_students: int) -> dict:
             )
         else:
             scheduler = "local" if mode.startswith("dask") else None
-            results = grade_class(
-                course, [section], workers=2, progress=False, scheduler=scheduler, extra_args=extra
-            )
+            results = grade_class(course, [section], workers=2, progress=False, scheduler=scheduler, extra_args=extra)
             failed = [r for r in results if r.status != "graded"]
             if failed:
                 raise SystemExit(f"{mode}: {len(failed)} submissions failed: {failed[0].error}")

@@ -166,7 +166,7 @@ def serve(conn: socket.socket) -> None:
 
 def main(argv=None) -> None:
     """``python -m autograder.confine.zygote FD [MODULE ...]``: preload :data:`PRELOAD` and MODULEs, then serve FD."""
-    fd, *extra = (sys.argv[1:] if argv is None else argv)
+    fd, *extra = sys.argv[1:] if argv is None else argv
     fd = int(fd)
     conn = socket.socket(fileno=fd)
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/<pid>/mem, even for the same user
