@@ -207,3 +207,12 @@ def test_a_notebook_without_code_starts_no_kernel_and_an_added_code_cell_still_r
     execute.SafeExecute().preprocess(written, {"metadata": {"name": "s04_1_ex3"}})
     assert len(started) == 1
     assert "a student added this cell" in written.cells[-1].outputs[0]["text"]
+
+
+def test_a_changed_course_lib_gets_a_new_zygote(tmp_path, monkeypatch):
+    # formgrader's server lives for days: after an instructor edits course_lib, kernels must run the new code
+    first = zygote.zygote_for(None)
+    assert zygote.zygote_for(None) is first
+    monkeypatch.setattr(zygote, "code_fingerprint", lambda: first.code + (("edited", 1),))
+    second = zygote.zygote_for(None)
+    assert second is not first and not first.alive()

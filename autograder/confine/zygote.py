@@ -70,6 +70,20 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+#: the course's own code a zygote holds: when any of it changes on disk (an instructor edits course_lib while
+#: formgrader runs), the next kernel gets a new zygote, as a launched kernel would import the new code
+_OWN_CODE = ("course_lib", "autograder/kernel", "autograder/__init__.py", "autograder/protocol.py")
+
+
+def code_fingerprint() -> tuple:
+    """Paths and modification times of the course's own code that :data:`PRELOAD` imports."""
+    files = []
+    for name in _OWN_CODE:
+        path = landlock.ROOT / name
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return tuple((str(f), f.stat().st_mtime_ns) for f in files if f.is_file())
+
+
 def available() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
 
@@ -236,6 +250,7 @@ class Zygote:
 
     def __init__(self, compile_cache: Path | None, extra_preload: tuple = ()):
         self.compile_cache = compile_cache
+        self.code = code_fingerprint()
         self._lock = threading.Lock()
         self.home = Path(tempfile.mkdtemp(prefix="s04-zygote-"))  # its HOME, matplotlib's font cache; 0700
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -302,7 +317,10 @@ def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
     if not available() or _broken:
         return None
     with _registry_lock:
-        if _current is not None and (_current.compile_cache != compile_cache or not _current.alive()):
+        stale = _current is not None and (
+            _current.compile_cache != compile_cache or _current.code != code_fingerprint() or not _current.alive()
+        )
+        if stale:
             _current.close()
             _current = None
         if _current is None:
