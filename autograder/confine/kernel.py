@@ -70,8 +70,10 @@ class ConfinedKernelManager(AsyncKernelManager):
     _client_contexts: list = []
 
     async def _async_pre_start_kernel(self, **kw):
-        zygote = zygote_.zygote_for(self.compile_cache, self.grading_log) if self.fork else None
-        if self.provisioner is None and zygote is not None:
+        zygote = None
+        if self.fork and self.provisioner is None:  # a restart keeps the provisioner it has
+            zygote = zygote_.zygote_for(self.compile_cache, self.grading_log)
+        if zygote is not None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
             self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             self.provisioner.zygote = zygote

@@ -38,6 +38,7 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -70,15 +71,14 @@ _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-#: the course's own code a zygote holds: when any of it changes on disk (an instructor edits course_lib while
-#: formgrader runs), the next kernel gets a new zygote, as a launched kernel would import the new code
-_OWN_CODE = ("course_lib", "autograder/kernel", "autograder/__init__.py", "autograder/protocol.py")
-
-
 def code_fingerprint() -> tuple:
-    """Paths and modification times of the course's own code that :data:`PRELOAD` imports."""
+    """Paths and modification times of the course's own code a kernel reads (``landlock.KERNEL_READABLE``).
+
+    When any of it changes on disk (an instructor edits course_lib while formgrader runs), the next kernel
+    gets a new zygote, as a launched kernel would import the new code.
+    """
     files = []
-    for name in _OWN_CODE:
+    for name in landlock.KERNEL_READABLE:
         path = landlock.ROOT / name
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     return tuple((str(f), f.stat().st_mtime_ns) for f in files if f.is_file())
@@ -301,8 +301,6 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        import shutil
-
         shutil.rmtree(self.home, ignore_errors=True)
 
 
