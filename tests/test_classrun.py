@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from autograder.ops.classrun import fingerprint, grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.authoring.reference import WRONG_ANSWERS
 from autograder.ops.selftest import solution_sources, graded_cell_text, make_submission
+from autograder.ops.submission_lock import graded_alone
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
 pytestmark = pytest.mark.xdist_group("classrun")
@@ -193,3 +195,26 @@ def test_a_regrade_leaves_an_audit_trail_and_flags_an_unexplained_change(uninter
     assert any((x["new"][0] or 0) > (x["old"][0] or 0) for x in resubmitted)
     assert results["honest"].flagged_cells == 1 and results["wrong"].changed_cells == len(resubmitted)
     assert set(read_ledger(course, SECTION, "honest")["inputs"]) == {"data", "tolerance"}
+
+
+def test_a_submission_another_process_is_grading_is_waited_for(released_course, tmp_path):
+    """While another grading holds the submission's lock (a killed Dask driver's job still running, a second
+    class run), the job neither starts nbgrader nor writes its ledger; it grades once the lock is free, and
+    counts the wait as queueing."""
+    course = released_course(SECTION, tmp_path / "course")
+    release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
+    folder = course / "submitted" / "blank" / SECTION
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(release_nb, {}), folder / f"{EXERCISE}.ipynb")
+    results = []
+    with graded_alone(course, SECTION, "blank", wait_s=0):
+        thread = threading.Thread(target=lambda: results.extend(grade_class(course, [SECTION], progress=False)))
+        thread.start()
+        time.sleep(8)  # long enough for nbgrader to have started and written the autograded copy
+        assert thread.is_alive()
+        assert not (course / "autograded" / "blank").exists()
+        assert read_ledger(course, SECTION, "blank") is None
+    thread.join(600)
+    assert [(r.student, r.status) for r in results] == [("blank", "graded")]
+    assert results[0].phases["queue"] >= 8
+    assert (course / "autograded" / "blank" / SECTION / f"{EXERCISE}.ipynb").is_file()

@@ -1,11 +1,18 @@
 """The class run on a real Dask cluster: a ``dask scheduler`` and two ``dask worker`` processes on localhost.
 
 The same jobs as the local class run (:func:`autograder.ops.classrun.grade_class` with ``scheduler=``),
-each in a long-lived grading worker on a Dask worker. One Dask worker is SIGKILLed once the first
-result is in: Dask gives its job to the other worker, and the run still ends with every submission
-graded exactly once, the ledger written by the driver alone, and no grading process left behind.
+each in a long-lived grading worker on a Dask worker.
+
+* One Dask worker is SIGKILLed once the first result is in: Dask gives its job to the other worker, and
+  the run still ends with every submission graded exactly once, the ledger written by the driver alone,
+  and no grading process left behind.
+* The driver is SIGKILLed once the first result is in, and started again at once, while a Dask worker
+  still grades the job the dead driver handed out (Dask cannot stop a running task): the rerun grades
+  exactly what has no ledger entry, waits for the orphaned grading of the same submission
+  (:mod:`autograder.ops.submission_lock`) instead of mixing with it, and every score is right.
 """
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -19,6 +26,7 @@ import pytest
 from autograder.ops.classrun import grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.ops.selftest import hand_in
+from autograder.ops.submission_lock import lock_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "s04_6"  # three notebooks, each with automatic points, and among the cheapest to grade
@@ -73,6 +81,56 @@ def cluster(tmp_path):
         proc.wait()
 
 
+def _four_students(course: Path) -> None:
+    """reference, blank and a copy of each: four jobs for two workers, so that one runs when something dies."""
+    hand_in(SECTION, course, wrong_answers=False, released=True)
+    for copy in ("reference-2", "blank-2"):
+        src = course / "submitted" / copy.split("-")[0] / SECTION
+        dst = course / "submitted" / copy / SECTION
+        dst.mkdir(parents=True)
+        for nb in src.iterdir():
+            (dst / nb.name).write_bytes(nb.read_bytes())
+
+
+def _assert_graded_right(course: Path) -> None:
+    scores = gradebook_scores(course, SECTION)
+    assert sorted(scores) == ["blank", "blank-2", "reference", "reference-2"]
+    for student in ("reference", "reference-2"):
+        for exercise, v in scores[student].items():
+            assert v["auto"][0] == v["auto"][1] > 0, (student, exercise)
+    for student in ("blank", "blank-2"):
+        assert all(v["auto"][0] == 0 for v in scores[student].values())
+    for student in scores:
+        entry = read_ledger(course, SECTION, student)
+        assert entry["status"] == "graded" and {"queue", "kernel", "execute", "nbgrader"} <= set(entry["phases"])
+
+
+def _first_ledger_entry(course: Path, timeout: float = 600) -> list[str]:
+    ledger = course / ".grading" / "ledger" / SECTION
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sorted(p.stem for p in ledger.glob("*.json")) if ledger.is_dir() else []
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError("no result ever arrived")
+
+
+def _being_graded(course: Path, student: str) -> bool:
+    """Whether some process holds ``student``'s submission lock now (it is grading that submission)."""
+    path = lock_path(course, SECTION, student)
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _parents_of(command: str) -> list[int]:
     """The parent pid of every process on this machine whose command line holds ``command``."""
     out = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
@@ -82,21 +140,12 @@ def _parents_of(command: str) -> list[int]:
 def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path, released_course):
     scheduler_file, workers = cluster
     course = released_course(SECTION, tmp_path / "course")
-    hand_in(SECTION, course, wrong_answers=False, released=True)
-    for copy in ("reference-2", "blank-2"):  # four jobs for two workers, so that one is running when a worker dies
-        src = course / "submitted" / copy.split("-")[0] / SECTION
-        dst = course / "submitted" / copy / SECTION
-        dst.mkdir(parents=True)
-        for nb in src.iterdir():
-            (dst / nb.name).write_bytes(nb.read_bytes())
+    _four_students(course)
 
     killed = []
 
     def kill_one_worker_after_the_first_result():
-        ledger = course / ".grading" / "ledger" / SECTION
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and not (ledger.is_dir() and any(ledger.glob("*.json"))):
-            time.sleep(0.2)
+        _first_ledger_entry(course)
         os.kill(workers[0].pid, signal.SIGKILL)
         killed.append(time.monotonic())
 
@@ -109,16 +158,7 @@ def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path, rele
     assert {r.student: r.status for r in results} == dict.fromkeys(
         ["blank", "blank-2", "reference", "reference-2"], "graded"
     )
-    scores = gradebook_scores(course, SECTION)
-    assert sorted(scores) == ["blank", "blank-2", "reference", "reference-2"]
-    for student in ("reference", "reference-2"):
-        for exercise, v in scores[student].items():
-            assert v["auto"][0] == v["auto"][1] > 0, (student, exercise)
-    for student in ("blank", "blank-2"):
-        assert all(v["auto"][0] == 0 for v in scores[student].values())
-    for r in results:
-        entry = read_ledger(course, SECTION, r.student)
-        assert entry["status"] == "graded" and {"kernel", "execute", "nbgrader"} <= set(entry["phases"])
+    _assert_graded_right(course)
     # the killed worker's grading process followed it (PR_SET_PDEATHSIG), and so did the kernel it was running
     # (ipykernel polls its parent); the other worker's grading process stays warm for the next run
     deadline = time.monotonic() + 30
@@ -128,3 +168,49 @@ def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path, rele
         time.sleep(0.5)
     assert set(_parents_of("autograder.ops.worker")) <= {workers[1].pid}
     assert 1 not in _parents_of("autograder.confine.launcher"), "an orphaned grading kernel is still running"
+
+
+def test_a_killed_driver_rerun_grades_exactly_what_is_missing(cluster, tmp_path, released_course):
+    scheduler_file, _ = cluster
+    course = released_course(SECTION, tmp_path / "course")
+    _four_students(course)
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path\n"
+            "from autograder.ops.classrun import grade_class\n"
+            "grade_class(Path(sys.argv[1]), [sys.argv[2]], workers=2, progress=False, scheduler=sys.argv[3])\n",
+            str(course),
+            SECTION,
+            str(scheduler_file),
+        ],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    try:
+        _first_ledger_entry(course)
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and anything it started; the Dask workers go on
+        driver.wait(30)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    done_before = sorted(p.stem for p in (course / ".grading" / "ledger" / SECTION).glob("*.json"))
+    assert 1 <= len(done_before) < 4, done_before
+    # a Dask worker still grades a job of the dead driver: the rerun hands that submission out again
+    orphans = [s for s in ("blank", "blank-2", "reference", "reference-2") if _being_graded(course, s)]
+    assert orphans and not set(orphans) & set(done_before), orphans
+    results = grade_class(course, [SECTION], workers=2, progress=False, scheduler=str(scheduler_file))
+
+    status = {r.student: r.status for r in results}
+    assert {s for s, v in status.items() if v == "skipped"} == set(done_before)
+    assert {s for s, v in status.items() if v == "graded"} == {"blank", "blank-2", "reference", "reference-2"} - set(
+        done_before
+    )
+    _assert_graded_right(course)
+    # every notebook of every student graded once, in one piece: nbgrader's autograded copy is complete
+    for student in status:
+        graded = sorted(p.name for p in (course / "autograded" / student / SECTION).glob("*.ipynb"))
+        submitted = sorted(p.name for p in (course / "submitted" / student / SECTION).glob("*.ipynb"))
+        assert graded == submitted, student
+        assert not _being_graded(course, student)

@@ -16,6 +16,10 @@ A job killed half-way has no ledger entry and is graded again with ``--force``, 
 overwrites its partial results in the gradebook: nbgrader keys grades by (student,
 assignment, notebook, cell), so nothing is duplicated and nothing graded is lost.
 
+One grading at a time per submission: each job holds the submission's lock
+(:mod:`autograder.ops.submission_lock`), so a rerun after a killed Dask driver, whose workers may still
+grade the dead driver's jobs, waits for them instead of grading the same student twice at once.
+
 Whatever a student hands in costs only that submission: its files are checked before nbgrader
 sees them (:mod:`autograder.ops.submission_files`: links, FIFOs, sizes, nesting, encodings, names),
 and any exception a job raises is recorded as that job's failure, never the run's.
@@ -36,6 +40,7 @@ from tqdm import tqdm
 from autograder.ops import audit
 from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
+from autograder.ops.submission_lock import SubmissionBusy, graded_alone
 from autograder.ops.worker import GradingWorker
 
 
@@ -115,6 +120,27 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
     if problem:
         return JobResult(section, student, "failed", 0.0, problem)
     grading_env(course, limits)  # refuses to grade without the sandbox, before any kernel starts
+    # Another process may still grade this submission (a killed Dask driver's job, a second class run):
+    # wait for it, then grade again. Its own two attempts are bounded by the submission limit.
+    waited = time.perf_counter()
+    try:
+        with graded_alone(course, section, student, wait_s=2 * limits.submission_timeout_s + 60):
+            waited = time.perf_counter() - waited
+            result = _grade_locked(course, section, student, limits, extra_args, worker)
+    except SubmissionBusy:
+        return JobResult(
+            section,
+            student,
+            "failed",
+            time.perf_counter() - waited,
+            "另一个评分进程一直在评这份提交（它的锁没有释放），这次没有评分：请确认没有别的评分在运行后重跑。",
+        )
+    if waited > 0.5:  # time spent waiting for the other grading counts as queueing
+        result.phases = {"lock_wait": round(waited, 3), **result.phases}
+    return result
+
+
+def _grade_locked(course: Path, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
     own = worker is None
     worker = worker or GradingWorker(course, limits)
     log_path = course / ".grading" / "logs" / section / f"{student}.log"
@@ -171,18 +197,29 @@ class _WorkerPool:
             worker.stop()
 
 
+def _with_queue(result: JobResult, queued: float) -> JobResult:
+    """``result`` with its ``queue`` phase: seconds from the start of the run (or the submission to Dask) until
+    a worker took the job, plus any wait for another grading of the same submission."""
+    result.phases = {"queue": round(queued + result.phases.pop("lock_wait", 0.0), 3), **result.phases}
+    return result
+
+
 _DASK_WORKERS = threading.local()
 
 
-def _dask_job(course: str, section: str, student: str, limits: Limits, extra_args) -> JobResult:
-    """One job on a Dask worker, in that worker thread's own long-lived :class:`GradingWorker`."""
+def _dask_job(course: str, section: str, student: str, limits: Limits, extra_args, submitted: float) -> JobResult:
+    """One job on a Dask worker, in that worker thread's own long-lived :class:`GradingWorker`.
+
+    ``submitted``: the driver's ``time.time()`` when it handed the job to Dask (clocks of other machines may
+    differ a little: a negative queue time is counted as none)."""
+    queued = max(0.0, time.time() - submitted)
     course_dir = Path(course)
     worker = getattr(_DASK_WORKERS, "worker", None)
     if worker is None or worker.course != course_dir.resolve() or worker.limits != limits:
         if worker is not None:
             worker.stop()
         worker = _DASK_WORKERS.worker = GradingWorker(course_dir, limits)
-    return run_job(course_dir, section, student, limits, extra_args, worker=worker)
+    return _with_queue(run_job(course_dir, section, student, limits, extra_args, worker=worker), queued)
 
 
 def _dask_client(scheduler: str, workers: int):
@@ -242,9 +279,7 @@ def grade_class(
 
     def job(section, student):
         queued = time.perf_counter() - began
-        result = run_job(course, section, student, limits, extra_args, worker=pool.get())
-        result.phases = {"queue": round(queued, 3), **result.phases}
-        return result
+        return _with_queue(run_job(course, section, student, limits, extra_args, worker=pool.get()), queued)
 
     def record(future, section, student, digest):
         try:
@@ -270,7 +305,15 @@ def grade_class(
             try:
                 futures = {
                     client.submit(
-                        _dask_job, str(course.resolve()), s, st, limits, tuple(extra_args), pure=False, retries=1
+                        _dask_job,
+                        str(course.resolve()),
+                        s,
+                        st,
+                        limits,
+                        tuple(extra_args),
+                        time.time(),
+                        pure=False,
+                        retries=1,
                     ): (s, st, d)
                     for s, st, d in todo
                 }
