@@ -13,7 +13,9 @@ scratch course (sandbox on, as for any entry point):
 * ``class x2``: the same, kernels forked (the default);
 * ``class x2 + cache``: the same after ``warm-cache`` sealed the section's cache (the warm-up is
   timed apart: an instructor pays it once per release, not per class);
-* ``dask x2 + cache``: the same jobs on a local Dask cluster of 2 worker processes.
+* ``dask x1`` / ``dask x2``: the same jobs on a local Dask cluster of 1 / 2 single-threaded worker
+  processes (kernels forked, no cache; the cluster's start is part of the time): how the Dask path scales
+  from one worker to two.
 
 It prints seconds, students/minute, the extrapolated time for 100 students, the ratio of each mode
 to ``plain launched`` and to ``plain``, and CPU seconds per submission: the whole machine's busy time
@@ -48,7 +50,7 @@ from autograder.ops.selftest import make_submission, release_section, scratch_co
 
 TARGET_MIN_PER_100 = 10.0
 TARGET_RATIO = 4.0
-MODES = ("plain launched", "plain", "class x2 launched", "class x2", "class x2 + cache", "dask x2 + cache")
+MODES = ("plain launched", "plain", "class x2 launched", "class x2", "class x2 + cache", "dask x1", "dask x2")
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
 
 
@@ -104,12 +106,15 @@ def timed(mode: str, section: str, n_students: int) -> dict:
             )
         else:
             scheduler = "local" if mode.startswith("dask") else None
-            results = grade_class(course, [section], workers=2, progress=False, scheduler=scheduler, extra_args=extra)
+            workers = int(mode.split(" x")[1][0])
+            results = grade_class(
+                course, [section], workers=workers, progress=False, scheduler=scheduler, extra_args=extra
+            )
             failed = [r for r in results if r.status != "graded"]
             if failed:
                 raise SystemExit(f"{mode}: {len(failed)} submissions failed: {failed[0].error}")
-            if mode == "class x2 + cache":
-                print("  " + "\n  ".join(phase_lines(results)), flush=True)
+            queue = sum(r.phases.get("queue", 0.0) for r in results) / len(results)
+            print(f"  {mode}: mean queue {queue:.1f} s; " + " ".join(phase_lines(results)), flush=True)
         return {"seconds": time.perf_counter() - start, "cpu_s": _machine_cpu() - cpu0, "warm_s": warm_s}
 
 

@@ -328,6 +328,9 @@ def grade_class(
                 futures = {threads.submit(job, s, st): (s, st, d) for s, st, d in todo}
                 for future in as_completed(futures):
                     record(future, *futures[future])
+                # while the threads that started the workers still live: a worker dies with its thread
+                # (PR_SET_PDEATHSIG), so stopping it after the pool has shut down would only find it killed
+                pool.stop()
     finally:
         pool.stop()
         bar.close()
