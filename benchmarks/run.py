@@ -184,15 +184,30 @@ def bench_grad_vs_forward(cfg, repeats, min_repeat_s, dtype):
 
     forward = jax.vmap(loss)
     gradient = jax.vmap(jax.grad(loss, argnums=1))
+    # Where the gradient's time goes: the forward pass that stores the residuals (jax.vjp), and the
+    # backward sweep alone (the pullback applied to stored residuals); compiled apart, XLA fuses less.
+    with_residuals = jax.vmap(lambda x0, us: jax.vjp(lambda u: loss(x0, u), us))
+    backward = jax.vmap(lambda pullback: pullback(jnp.ones((), dtype))[0])
 
     fwd_c, fwd_compile = compile_jit(forward, x0s, uss)
     grad_c, grad_compile = compile_jit(gradient, x0s, uss)
+    res_c, _ = compile_jit(with_residuals, x0s, uss)
+    pullbacks = res_c(x0s, uss)[1]
+    bwd_c, _ = compile_jit(backward, pullbacks)
     g = grad_c(x0s, uss)
     samples = time_interleaved(
-        {"forward_s": (fwd_c, (x0s, uss)), "gradient_s": (grad_c, (x0s, uss))}, repeats, min_repeat_s
+        {
+            "forward_s": (fwd_c, (x0s, uss)),
+            "gradient_s": (grad_c, (x0s, uss)),
+            "forward_with_residuals_s": (res_c, (x0s, uss)),
+            "backward_alone_s": (bwd_c, (pullbacks,)),
+        },
+        repeats,
+        min_repeat_s,
     )
     t_fwd, t_grad = median(samples["forward_s"]), median(samples["gradient_s"])
     ratio = paired_ratio(samples, "gradient_s", "forward_s")
+    split = {k: paired_ratio(samples, k, "forward_s") for k in ("forward_with_residuals_s", "backward_alone_s")}
     mins = fastest(samples)
     nonfinite = int(np.sum(~np.isfinite(np.asarray(g))))
     return {
@@ -204,6 +219,8 @@ def bench_grad_vs_forward(cfg, repeats, min_repeat_s, dtype):
             "gradient_s": t_grad,
             "forward_compile_s": fwd_compile,
             "gradient_compile_s": grad_compile,
+            "forward_with_residuals_s": median(samples["forward_with_residuals_s"]),
+            "backward_alone_s": median(samples["backward_alone_s"]),
             "min_times_s": mins,
         },
         "summary": f"fwd {fmt_time(t_fwd)}, grad {fmt_time(t_grad)}",
@@ -212,6 +229,8 @@ def bench_grad_vs_forward(cfg, repeats, min_repeat_s, dtype):
         "details": [
             f"loss per rollout = sum_k theta_k^2 via rollout_cost(gradient='store_all'); grad wrt us {tuple(g.shape)}",
             f"compile: forward {fmt_time(fwd_compile)}, gradient {fmt_time(grad_compile)}",
+            f"split: forward storing residuals {split['forward_with_residuals_s']:.2f}x forward, "
+            f"backward sweep alone {split['backward_alone_s']:.2f}x forward (each compiled apart)",
             f"fastest repeats: fwd {fmt_time(mins['forward_s'])}, grad {fmt_time(mins['gradient_s'])} "
             f"(ratio {mins['gradient_s'] / mins['forward_s']:.2f}x)",
         ],
