@@ -11,7 +11,7 @@ from course_lib.shac.tasks import WallParams, wall_dynamics, wall_task
 from course_lib.shac.train import ShacResult, shac_train
 from course_lib.shac.window import episode_cost, short_horizon_loss
 
-TASK = wall_task()  # episode of 64 steps, dt = 0.02, wall stiffness 2500 N/m
+TASK = wall_task()  # episode of 64 steps, h = 0.02, wall stiffness 2500 N/m
 POLICY0 = init_mlp(jax.random.PRNGKey(0), (2, 1))  # linear policy, starts at u = 0
 N_ITER = 100
 

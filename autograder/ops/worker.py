@@ -144,6 +144,7 @@ class GradingWorker:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._process = None
         self._conn = None
+        self._stop_sent = False
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
@@ -162,6 +163,7 @@ class GradingWorker:
             )
         theirs.close()
         self._conn = Connection(ours.detach())
+        self._stop_sent = False
 
     def grade(self, section: str, student: str, extra_args=()) -> Outcome | None:
         """The job's outcome, or ``None`` when it ran past the limit (the worker and all below it are then ended)."""
@@ -195,14 +197,24 @@ class GradingWorker:
         self._conn.close()
         self._process = self._conn = None
 
+    def request_stop(self) -> None:
+        """Ask the worker to exit once idle, without waiting: :meth:`stop` then waits. A worker's clean exit
+        waits for its zygote to end (about a second), so a pool asks all its workers first."""
+        if self._process is not None and not self._stop_sent:
+            try:
+                self._conn.send(None)
+            except OSError:
+                pass
+            self._stop_sent = True
+
     def stop(self) -> None:
         """Let the worker finish (no job running) and exit; kill it if it does not."""
         if self._process is None:
             return
+        self.request_stop()
         try:
-            self._conn.send(None)
             self._process.wait(10)
-        except (OSError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             pass
         self.kill()  # nothing left of it, or of a kernel it failed to end
 
