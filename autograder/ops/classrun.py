@@ -122,17 +122,17 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
     grading_env(course, limits)  # refuses to grade without the sandbox, before any kernel starts
     # Another process may still grade this submission (a killed Dask driver's job, a second class run):
     # wait for it, then grade again. Its own two attempts are bounded by the submission limit.
-    waited = time.perf_counter()
+    asked = time.perf_counter()
     try:
         with graded_alone(course, section, student, wait_s=2 * limits.submission_timeout_s + 60):
-            waited = time.perf_counter() - waited
+            waited = time.perf_counter() - asked
             result = _grade_locked(course, section, student, limits, extra_args, worker)
     except SubmissionBusy:
         return JobResult(
             section,
             student,
             "failed",
-            time.perf_counter() - waited,
+            time.perf_counter() - asked,
             "另一个评分进程一直在评这份提交（它的锁没有释放），这次没有评分：请确认没有别的评分在运行后重跑。",
         )
     if waited > 0.5:  # time spent waiting for the other grading counts as queueing
