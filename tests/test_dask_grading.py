@@ -12,7 +12,6 @@ each in a long-lived grading worker on a Dask worker.
   (:mod:`autograder.ops.submission_lock`) instead of mixing with it, and every score is right.
 """
 
-import fcntl
 import os
 import signal
 import subprocess
@@ -26,7 +25,7 @@ import pytest
 from autograder.ops.classrun import grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.ops.selftest import hand_in
-from autograder.ops.submission_lock import lock_path
+from autograder.ops.submission_lock import SubmissionBusy, graded_alone
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "s04_6"  # three notebooks, each with automatic points, and among the cheapest to grade
@@ -105,30 +104,24 @@ def _assert_graded_right(course: Path) -> None:
         assert entry["status"] == "graded" and {"queue", "kernel", "execute", "nbgrader"} <= set(entry["phases"])
 
 
-def _first_ledger_entry(course: Path, timeout: float = 600) -> list[str]:
+def _first_ledger_entry(course: Path, timeout: float = 600) -> None:
+    """Wait until the driver has recorded its first result."""
     ledger = course / ".grading" / "ledger" / SECTION
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = sorted(p.stem for p in ledger.glob("*.json")) if ledger.is_dir() else []
-        if found:
-            return found
+        if ledger.is_dir() and any(ledger.glob("*.json")):
+            return
         time.sleep(0.2)
     raise AssertionError("no result ever arrived")
 
 
 def _being_graded(course: Path, student: str) -> bool:
     """Whether some process holds ``student``'s submission lock now (it is grading that submission)."""
-    path = lock_path(course, SECTION, student)
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDWR)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
+        with graded_alone(course, SECTION, student, wait_s=0):
+            return False
+    except SubmissionBusy:
         return True
-    finally:
-        os.close(fd)
 
 
 def _parents_of(command: str) -> list[int]:

@@ -135,8 +135,7 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
             time.perf_counter() - asked,
             "另一个评分进程一直在评这份提交（它的锁没有释放），这次没有评分：请确认没有别的评分在运行后重跑。",
         )
-    if waited > 0.5:  # time spent waiting for the other grading counts as queueing
-        result.phases = {"lock_wait": round(waited, 3), **result.phases}
+    result.phases = {"queue": round(waited, 3), **result.phases}  # waiting for the other grading is queueing
     return result
 
 
@@ -202,7 +201,7 @@ class _WorkerPool:
 def _with_queue(result: JobResult, queued: float) -> JobResult:
     """``result`` with its ``queue`` phase: seconds from the start of the run (or the submission to Dask) until
     a worker took the job, plus any wait for another grading of the same submission."""
-    result.phases = {"queue": round(queued + result.phases.pop("lock_wait", 0.0), 3), **result.phases}
+    result.phases = {**result.phases, "queue": round(queued + result.phases.get("queue", 0.0), 3)}
     return result
 
 
