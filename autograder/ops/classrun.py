@@ -40,6 +40,7 @@ from tqdm import tqdm
 from autograder.ops import audit
 from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
+from autograder.ops.nbgrader_run import prepare_gradebook
 from autograder.ops.submission_lock import SubmissionBusy, graded_alone
 from autograder.ops.worker import GradingWorker
 
@@ -274,6 +275,8 @@ def grade_class(
                 previous[section, student] = entry
     regraded = {section for (section, _), entry in previous.items() if entry}
     before = {section: audit.cell_scores(course, section) for section in regraded}  # scores a regrade may change
+    if todo:
+        prepare_gradebook(course)  # before any job: parallel jobs must not create it at once
     bar = tqdm(total=len(todo), desc="autograde", unit="submission", disable=not progress)
     pool = _WorkerPool(course, limits)
     began = time.perf_counter()

@@ -33,18 +33,37 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     return proc
 
 
+def _course_directory_config(course_dir: Path) -> dict:
+    """The ``CourseDirectory`` section of the course's ``nbgrader_config.py`` (empty without one)."""
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(course_dir).resolve())).load_config()
+    except ConfigFileNotFound:
+        return {}
+    return dict(config["CourseDirectory"]) if "CourseDirectory" in config else {}
+
+
 def gradebook_url(course_dir: Path) -> str:
     """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
     ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``."""
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+    url = _course_directory_config(course_dir).get("db_url")
+    return url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
 
-    course = Path(course_dir).resolve()
-    try:
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    except ConfigFileNotFound:
-        config = {}
-    url = config["CourseDirectory"].get("db_url") if "CourseDirectory" in config else None
-    return url or f"sqlite:///{course / 'gradebook.db'}"
+
+def prepare_gradebook(course_dir: Path) -> None:
+    """Create the course's gradebook tables and course row now, in this one process.
+
+    nbgrader's ``Gradebook`` creates the tables, the alembic version and the course row whenever it
+    finds them missing, with no lock: parallel grading jobs that all open a new gradebook (a deleted
+    ``gradebook.db``, a new PostgreSQL database) at once fail with "table ... already exists" or a
+    duplicate course. A class run calls this before it starts any job, so every job finds them made.
+    """
+    from nbgrader.api import Gradebook
+
+    course_id = _course_directory_config(course_dir).get("course_id") or "default_course"
+    with Gradebook(gradebook_url(course_dir), course_id=course_id):
+        pass
 
 
 def gradebook_scores(course_dir: Path, assignment: str) -> dict:
