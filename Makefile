@@ -7,7 +7,12 @@ STAMP  := $(VENV)/.installed
 # nbgrader calls `alembic` by name, so the venv's bin/ goes first on PATH.
 RUN    := PATH="$(CURDIR)/$(BIN):$$PATH"
 JOBS   ?= 2
-
+# The venv is installed by uv (seconds; pip takes over a minute). uv's version is the one pinned in the
+# lock, so `uv pip sync` keeps it; the venv's own pip installs it from PyPI first. Where uv cannot be
+# installed, `make INSTALLER=pip book` installs the same lock with pip.
+INSTALLER  ?= uv
+UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
+UV         := $(BIN)/uv
 .PHONY: help venv book pdf lint test test-fast test-pdf bench bench-gpu lock clean
 
 help:
@@ -19,7 +24,7 @@ help:
 	@echo "make test-fast library and unit tests only: no nbgrader, book, browser or slow tests (minutes)"
 	@echo "make bench     run the CPU benchmarks and print their table"
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
-	@echo "make lock      regenerate requirements.lock from pyproject.toml"
+	@echo "make lock      regenerate requirements.lock from pyproject.toml (uv; same lock when nothing changed)"
 	@echo "make clean     remove build outputs (keeps the venv)"
 	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
 
@@ -27,8 +32,15 @@ venv: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+ifeq ($(INSTALLER),pip)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+else
+	$(UV) --version 2>/dev/null | grep -qx "uv $(UV_VERSION)" || \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(UV) pip sync --quiet --python $(BIN)/python requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+endif
 	touch $@
 
 # book/build.py is `jupyter-book build .` that executes $(JOBS) pages at a time (see its docstring)
@@ -62,12 +74,11 @@ bench: $(STAMP)
 bench-gpu:
 	bash benchmarks/run_gpu.sh
 
-lock:
-	rm -rf /tmp/s04-lock-venv && $(PYTHON) -m venv /tmp/s04-lock-venv
-	/tmp/s04-lock-venv/bin/python -m pip install --quiet ".[test]"
-	{ echo "# Exact versions of every package the project installs (pip freeze of a clean install of pyproject.toml[test])."; \
-	  echo "# Regenerate with \`make lock\` after changing a dependency in pyproject.toml."; \
-	  /tmp/s04-lock-venv/bin/python -m pip freeze --exclude s04-diffsim-course; } > requirements.lock
+# uv resolves pyproject.toml (with the test extra) for this venv's Python and keeps every version the
+# current lock already pins that still fits: run on an unchanged pyproject.toml it writes the same lock.
+lock: $(STAMP)
+	$(UV) pip compile --quiet pyproject.toml --extra test --python $(BIN)/python \
+	  --custom-compile-command "make lock" -o requirements.lock
 
 clean:
 	rm -rf _build .pytest_cache
