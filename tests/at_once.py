@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 
 
@@ -26,8 +27,11 @@ def failures_at_once(target: Callable, calls: Sequence[tuple], timeout: float = 
     context = multiprocessing.get_context("fork")
     barrier, errors = context.Barrier(len(calls)), context.Queue()
     processes = [context.Process(target=_run, args=(target, args, barrier, errors)) for args in calls]
-    for process in processes:
-        process.start()
+    with warnings.catch_warnings():
+        # the test process has imported JAX, whose threads the children never touch: they only open files
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        for process in processes:
+            process.start()
     for process in processes:
         process.join(timeout=timeout)
     failures = []

@@ -1,9 +1,17 @@
-"""Shared fixtures.
+"""Shared fixtures, and the rule that keeps the test tiers honest.
 
 All library tests run in float64: gradient checks are meaningless in float32 (S04.8.2).
 
-Test tiers: every module's tier is declared in :data:`TIERS` (a module not named there is a fast unit
-test); ``make test-fast`` deselects the marked ones, ``make test`` runs everything.
+Test tiers: each test module declares its own tier with ``pytestmark`` (``slow`` may also sit on one test
+or one parameter, next to it); the markers are described in pyproject.toml. ``make test-fast`` deselects
+every tier, ``make test`` runs everything. A module that runs nbgrader or a grading kernel, builds the book
+or opens a browser must say so at module level, and two checks hold that:
+
+* at collection, :func:`pytest_collection_modifyitems` fails the run when a module uses ``built_book``
+  (book), ``released_course`` (nbgrader) or imports playwright (browser) without the module mark;
+* while a test runs, :func:`_tier_guard` refuses to start nbgrader, a grading worker or kernel, the book
+  build or a browser from a test whose module is not marked for it, so whatever the collection rule cannot
+  see still fails ``make test`` with the fix in the message instead of landing in the fast tier.
 
 ``released_course`` releases each nbgrader section once per test run (shared by the xdist workers, like
 the book) and hands each test its own copy: ``generate_assignment`` costs about 10 s a call, and a dozen
@@ -16,6 +24,7 @@ book/build.py as ``make book`` does (execution on, warnings fatal); the tests th
 the fixture at an existing ``_build/html`` instead of building (make test never sets it).
 """
 
+import ast
 import fcntl
 import os
 import shutil
@@ -30,36 +39,82 @@ jax.config.update("jax_enable_x64", True)
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: module -> markers of all its tests (see pyproject.toml for what each means)
-TIERS = {
-    "test_grading_pipeline.py": ("nbgrader", "slow"),
-    "test_hostile.py": ("nbgrader", "slow"),
-    "test_classrun.py": ("nbgrader", "slow"),
-    "test_collect_reports.py": ("nbgrader", "slow"),
-    "test_postgres_gradebook.py": ("nbgrader", "slow"),
-    "test_dask_grading.py": ("nbgrader", "slow"),
-    "test_exchange.py": ("nbgrader", "slow"),
-    "test_untrusted_outputs.py": ("nbgrader",),
-    "test_sandbox.py": ("nbgrader",),
-    "test_zygote.py": ("nbgrader",),
-    "test_book.py": ("book", "slow"),
-    "test_browser.py": ("book", "browser", "slow"),
-    "test_benchmarks_smoke.py": ("slow",),
-    "test_pdf.py": ("pdf",),  # make test-pdf only: reads the PDF that make pdf builds
-}
+#: tiers that describe a whole module: what it starts (see pyproject.toml for each marker)
+MODULE_TIERS = ("nbgrader", "book", "browser", "pdf")
+#: fixtures that start something, and the tier a module using them needs
+TIER_OF_FIXTURE = {"built_book": "book", "released_course": "nbgrader"}
+#: imports that open something, and the tier
+TIER_OF_IMPORT = {"playwright": "browser"}
 
 
-#: test functions (in any module) in the slow tier: the jit/vmap/grad harness compiles every public
-#: function three times, and diffrax is the independent implementation the integrators are compared with
-SLOW_FUNCTIONS = {"test_jit_vmap_grad", "test_agrees_with_diffrax"}
+def _module_tiers(module) -> set[str]:
+    marks = getattr(module, "pytestmark", [])
+    return {mark.name for mark in (marks if isinstance(marks, list) else [marks])}
+
+
+def _imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots
 
 
 def pytest_collection_modifyitems(config, items):
+    modules = {}
     for item in items:
-        for name in TIERS.get(item.path.name, ()):
-            item.add_marker(getattr(pytest.mark, name))
-        if item.originalname in SLOW_FUNCTIONS:
-            item.add_marker(pytest.mark.slow)
+        modules.setdefault(item.path, []).append(item)
+        for name in {mark.name for mark in item.iter_markers()} & set(MODULE_TIERS):
+            if name not in _module_tiers(item.module):
+                raise pytest.UsageError(
+                    f"{item.nodeid}: the '{name}' tier is a module's, not a test's: set pytestmark in {item.path.name}"
+                )
+    problems = []
+    for path, module_items in modules.items():
+        declared = _module_tiers(module_items[0].module)
+        needed = {TIER_OF_IMPORT[root] for root in _imported_roots(path) & set(TIER_OF_IMPORT)}
+        for item in module_items:
+            needed |= {TIER_OF_FIXTURE[f] for f in getattr(item, "fixturenames", ()) if f in TIER_OF_FIXTURE}
+        if needed - declared:
+            problems.append(f"{path.name}: add pytestmark = [{', '.join(f'pytest.mark.{t}' for t in sorted(needed))}]")
+    if problems:
+        raise pytest.UsageError("test modules not marked for what they start:\n  " + "\n  ".join(problems))
+
+
+#: what a test may only start when its module carries the tier: (tier, test on the command line)
+_STARTS = (
+    ("nbgrader", lambda argv: Path(argv[0]).name == "nbgrader" or argv[1:3] == ["-m", "nbgrader"]),
+    # a grading worker, a confined grading kernel or the zygote it is forked from
+    ("nbgrader", lambda argv: any(arg.startswith(("autograder.ops.worker", "autograder.confine.")) for arg in argv)),
+    ("book", lambda argv: any(arg.endswith("book/build.py") or Path(arg).name == "jupyter-book" for arg in argv)),
+    ("browser", lambda argv: any("chrom" in Path(arg).name or "playwright" in arg for arg in argv[:2])),
+)
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request, monkeypatch):
+    """Refuse, with the fix in the message, a subprocess a test's module is not marked for."""
+    declared = _module_tiers(request.module)
+    if {"nbgrader", "book", "browser"} <= declared:
+        yield
+        return
+    original = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def checked(self, args, *rest, **kwargs):
+        argv = [os.fsdecode(a) for a in ([args] if isinstance(args, (str, bytes, os.PathLike)) else args)]
+        for tier, starts in _STARTS:
+            if tier not in declared and argv and starts(argv):
+                raise RuntimeError(
+                    f"{request.node.nodeid} starts {' '.join(argv)[:200]!r}, which belongs to the '{tier}' tier: "
+                    f"add pytest.mark.{tier} to pytestmark in {request.path.name} (tests/conftest.py)"
+                )
+        return original(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", checked)
+    yield
 
 
 def _run_root(tmp_path_factory) -> Path:
@@ -109,7 +164,16 @@ def built_book(tmp_path_factory):
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
             build = [sys.executable, str(ROOT / "book" / "build.py")]  # what make book runs
             proc = subprocess.run(
-                [*build, "--path-output", str(out), "--warningiserror", "--keep-going"],
+                # two readers at least, so that every run exercises the parallel read (and its cache)
+                [
+                    *build,
+                    "--jobs",
+                    str(max(2, os.cpu_count() or 1)),
+                    "--path-output",
+                    str(out),
+                    "--warningiserror",
+                    "--keep-going",
+                ],
                 capture_output=True,
                 text=True,
                 env=env,

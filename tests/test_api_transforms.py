@@ -191,6 +191,7 @@ Z = jnp.array([0.3, -0.4, 0.9, 0.2])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad(name):
     fn, differentiable = CASES[name]
     # finite differences inside fn amplify the rounding differences of fused (jit) arithmetic

@@ -13,10 +13,11 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.xdist_group("book")]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.xdist_group("book")
 def test_index_page_shows_executed_course_lib_output(built_book):
     html = (built_book / "book" / "index.html").read_text(encoding="utf-8")
     assert "cell_output" in html
@@ -52,7 +53,6 @@ def _is_remote(url):
     )
 
 
-@pytest.mark.xdist_group("book")
 def test_no_page_loads_anything_from_the_network(built_book):
     """No CDN: every script, style sheet, font and image comes from the built book itself."""
     remote = {}
@@ -104,7 +104,6 @@ SEARCH_EXPECTATIONS = {
 }
 
 
-@pytest.mark.xdist_group("book")
 def test_search_index_holds_chinese_course_terms(built_book):
     """Sphinx's zh indexer with jieba and the course's term list (book/_ext/search_terms.txt)."""
     index = _search_index(built_book)
@@ -116,7 +115,6 @@ def test_search_index_holds_chinese_course_terms(built_book):
     assert "book/s04_1" in _pages_with_term(index, "半隐式欧拉")
 
 
-@pytest.mark.xdist_group("book")
 def test_every_page_with_code_offers_its_executed_notebook(built_book):
     for source in sorted((ROOT / "book").glob("*.md")):
         page = built_book / "book" / f"{source.stem}.html"
@@ -134,7 +132,6 @@ def test_every_page_with_code_offers_its_executed_notebook(built_book):
             assert "source_map" not in nb.metadata
 
 
-@pytest.mark.xdist_group("book")
 def test_downloaded_notebook_runs_from_the_book_folder(built_book):
     """book/run_locally.md: a page's .ipynb from the download menu, saved into book/ of a clone,
     runs with the venv's kernel (course_lib importable, book/diagrams.py found)."""
@@ -161,7 +158,6 @@ def test_downloaded_notebook_runs_from_the_book_folder(built_book):
     assert [kinds(cell) for cell in code] == shown
 
 
-@pytest.mark.xdist_group("book")
 def test_api_page_renders_every_public_function(built_book):
     import inspect
 
@@ -206,7 +202,6 @@ def _rounds_to(printed: str, quoted: str) -> bool:
     return round(p, digits) == q or quoted == printed[: len(quoted)]
 
 
-@pytest.mark.xdist_group("book")
 def test_the_prose_quotes_no_printed_number_by_hand(built_book):
     """A number the prose quotes from a computation is a glue reference, so it cannot drift from the output.
 
@@ -238,7 +233,6 @@ def test_the_prose_quotes_no_printed_number_by_hand(built_book):
     assert not typed, "numbers typed into the prose that a cell prints; glue them:\n" + "\n".join(typed)
 
 
-@pytest.mark.xdist_group("book")
 def test_every_exercise_row_downloads_its_student_notebook(built_book):
     """Each of the 36 exercises is linked from the book, and the link downloads the release version."""
     from autograder.authoring import sources
@@ -288,7 +282,6 @@ class _FigureCollector(HTMLParser):
             self._caption["caption"] += data
 
 
-@pytest.mark.xdist_group("book")
 def test_every_plot_is_a_numbered_figure_with_a_chinese_caption(built_book):
     problems, count = [], 0
     for page in sorted((built_book / "book").glob("*.html")):
@@ -312,7 +305,6 @@ _INLINE_CODE = re.compile(
 )
 
 
-@pytest.mark.xdist_group("book")
 def test_library_names_in_the_prose_link_to_their_api_entry(built_book):
     import sys
 
@@ -334,3 +326,21 @@ def test_library_names_in_the_prose_link_to_their_api_entry(built_book):
                 linked += 1
     assert linked >= 120, linked  # the pages name the library this often
     assert not problems, "\n".join(problems)
+
+
+def test_the_parallel_build_executed_each_page_once_into_one_cache(built_book):
+    """The fixture's build read the pages in parallel (book/build.py --jobs 2 or more) into an empty output
+    folder; the execution cache its main process created holds one executed notebook per page with code."""
+    import importlib.util
+
+    from jupyter_cache import get_cache
+
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    with_code = {f"book/{page.stem}" for page in (ROOT / "book").glob("*.md") if build.code_size(f"book/{page.stem}")}
+    cache = get_cache(built_book.parent / ".jupyter_cache")
+    cached = [Path(record.uri).with_suffix("").relative_to(ROOT).as_posix() for record in cache.list_cache_records()]
+    assert len(cached) == len(set(cached)), cached
+    assert with_code <= set(cached), sorted(with_code - set(cached))

@@ -32,7 +32,12 @@ DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
-pytestmark = pytest.mark.xdist_group("book")
+pytestmark = [
+    pytest.mark.book,
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("book"),
+]
 
 
 def _toc_pages():

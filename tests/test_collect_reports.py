@@ -38,7 +38,11 @@ from autograder.ops.reports import (
 from autograder.ops.selftest import solution_sources, make_submission
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
-pytestmark = pytest.mark.xdist_group("collect")
+pytestmark = [
+    pytest.mark.nbgrader,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("collect"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_1", "s04_1_ex1"
@@ -200,6 +204,18 @@ def test_scores_csv_and_overview_figure(graded, tmp_path):
         with pytest.warns(UserWarning, match="missing from font"):
             overview_figure(score_rows(course, [SECTION]), tmp_path / "zh.png")
     assert (tmp_path / "zh.png").stat().st_size > 10_000
+
+
+def test_cli_export_csv_is_nbgrader_export(graded, tmp_path):
+    """``python -m autograder export --to`` without a format is nbgrader's own CSV export."""
+    course, _, _ = graded
+    with mock.patch.object(cli, "COURSE", course), contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["export", "--to", str(tmp_path / "grades.csv")])
+    lines = (tmp_path / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == (
+        "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,late_submission_penalty,score,max_score"
+    )
+    assert {line.split(",")[0] for line in lines[1:]} == {SECTION}
 
 
 def test_feedback_hides_tests_and_data(graded, tmp_path):

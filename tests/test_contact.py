@@ -634,5 +634,6 @@ Z = jnp.array([0.3, -0.4, 0.9, 0.2])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad(name):
     check_transforms(CASES[name], Z)

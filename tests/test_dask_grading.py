@@ -27,6 +27,8 @@ from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.ops.selftest import hand_in
 from autograder.ops.submission_lock import SubmissionBusy, graded_alone
 
+pytestmark = [pytest.mark.nbgrader, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "s04_6"  # three notebooks, each with automatic points, and among the cheapest to grade
 

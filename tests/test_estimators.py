@@ -182,6 +182,7 @@ def test_pytree_theta_keeps_its_structure():
     ],
     ids=["fobg", "zobg", "aobg", "adaptive_aobg", "ivw_aobg", "gradient_samples"],
 )
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad(fn):
     check_transforms(fn, THETA, key=KEY, direction=[0.5, -0.2, 0.3])
 

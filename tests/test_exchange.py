@@ -33,7 +33,11 @@ from autograder.ops.reports import graded_cells
 from autograder.ops.selftest import make_submission, reference_solutions, scratch_course
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
-pytestmark = pytest.mark.xdist_group("exchange")
+pytestmark = [
+    pytest.mark.nbgrader,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("exchange"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE = "s04_2", "s04_2_ex1"

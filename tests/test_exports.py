@@ -179,20 +179,6 @@ def test_cli_export_formats(course, tmp_path):
         cli.main(["export", "s04_1", "--format", "csv"])
 
 
-def test_cli_export_csv_is_still_nbgrader_export(course, tmp_path):
-    from autograder.confine import landlock
-
-    if landlock.abi_version() < 1:
-        pytest.skip("nbgrader runs refuse to start without Landlock (autograder.confine.limits.require_sandbox)")
-    with mock.patch.object(cli, "COURSE", course), contextlib.redirect_stdout(io.StringIO()):
-        cli.main(["export", "--to", str(tmp_path / "grades.csv")])
-    header = (tmp_path / "grades.csv").read_text().splitlines()[0]
-    assert (
-        header
-        == "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,late_submission_penalty,score,max_score"
-    )
-
-
 # --- similarity export ----------------------------------------------------------------------------
 
 

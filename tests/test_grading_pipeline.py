@@ -9,9 +9,13 @@ input. Reference data regenerates to identical bytes.
 import json
 from pathlib import Path
 
+import nbformat
+
 import pytest
 
 from autograder.authoring import regenerate as data
+from autograder.authoring import sources
+from autograder.authoring.student_copy import student_notebook
 from autograder.kernel.capture import INPUTS_DIR
 from autograder.verdict.data import load
 from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
@@ -20,6 +24,8 @@ from autograder.authoring.release_scan import scan_release
 from autograder.confine.compile_cache import verified_entries
 from autograder.ops.warm_cache import warm_cache
 from autograder.ops.selftest import release_section, run_section, scratch_course
+
+pytestmark = [pytest.mark.nbgrader, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "assignments"
@@ -118,3 +124,18 @@ def test_warm_cache_runs_the_release_and_no_solution(tmp_path):
     entries, why = verified_entries(root)
     assert entries is not None and any(entries.iterdir()), why  # the given cells did compile and fill it
     assert not [line for line in log if line.startswith("WARNING")], log  # only blank answers raised
+
+
+def _cells(nb):
+    return [(cell.cell_type, cell.source, cell.metadata.get("nbgrader")) for cell in nb.cells]
+
+
+@pytest.mark.parametrize("section", ["s04_1", "s04_6"])  # the sections other tests release anyway
+def test_the_student_copy_is_what_nbgrader_releases(section, released_course, tmp_path):
+    """The student notebooks the book links to (autograder.authoring.student_copy) are the release."""
+    course = released_course(section, tmp_path / "course")
+    released = sorted((course / "release" / section).glob("*.ipynb"))
+    assert released
+    for path in released:
+        ours = student_notebook(sources.source_path(path.stem))
+        assert _cells(ours) == _cells(nbformat.read(path, as_version=4)), path.name

@@ -90,6 +90,7 @@ def test_per_step_records_by_vmap():
     np.testing.assert_allclose(records.loss, 2 * jnp.arange(5.0))
 
 
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad():
     def fn(z):
         rec = health_record({"a": z[0] ** 2, "b": z[1]}, {"g": z * 3.0}, max_penetration=z[2], step_size=z[:2])

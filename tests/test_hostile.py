@@ -32,7 +32,11 @@ from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.selftest import make_submission, solution_sources
 
 # one worker grades the catalogue once (a module fixture would otherwise run on each xdist worker)
-pytestmark = pytest.mark.xdist_group("hostile")
+pytestmark = [
+    pytest.mark.nbgrader,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("hostile"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE, CELL, CELL2 = "s04_1", "s04_1_ex1", "fd_grad_answer", "analytic_grad_answer"

@@ -143,6 +143,7 @@ def test_semi_implicit_rejects_non_mechanical_state():
     "ours,theirs",
     [("explicit_euler", diffrax.Euler()), ("explicit_midpoint", diffrax.Midpoint())],
 )
+@pytest.mark.slow  # diffrax, the independent implementation, compiles each case
 def test_agrees_with_diffrax(ours, theirs):
     """An independent implementation: same fixed-step method, same trajectory and gradient."""
     p, h, n = cl.PendulumParams(), 0.01, 200

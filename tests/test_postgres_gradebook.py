@@ -26,7 +26,11 @@ from autograder.ops.selftest import hand_in, scratch_course
 from postgres_server import postgres  # noqa: F401 (the session fixture)
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
-pytestmark = pytest.mark.xdist_group("postgres")
+pytestmark = [
+    pytest.mark.nbgrader,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("postgres"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "s04_6"

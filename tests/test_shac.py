@@ -127,6 +127,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad(name):
     fn, differentiable = CASES[name]
     # shac_train's eager run is itself one compiled lax.scan: spare a compilation

@@ -110,6 +110,7 @@ SHORT = 20
 @pytest.mark.parametrize(
     "name", ["sysid_loss", "identifiability", "fit_parameters", "multisine", "friction_balance_force"]
 )
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad(name):
     us, xs = RICH[:SHORT], XS_RICH[: SHORT + 1]
     fns = {

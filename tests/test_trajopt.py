@@ -51,6 +51,7 @@ def test_gradient_modes_give_the_same_iterates():
     np.testing.assert_allclose(a.us, b.us, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow  # compiles every public function three times
 def test_jit_vmap_grad():
     def fn(z):
         return optimize_controls(

@@ -29,7 +29,10 @@ from autograder.verdict.markup import PLAIN_TEXT_NOTE
 from autograder.verdict.sanitize import BROKEN, INERT_MIMETYPES, SanitizeOutputs, sanitize_notebook
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
-pytestmark = pytest.mark.xdist_group("untrusted_outputs")
+pytestmark = [
+    pytest.mark.nbgrader,
+    pytest.mark.xdist_group("untrusted_outputs"),
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION, EXERCISE, CELL, ANSWER = "s04_1", "s04_1_ex1", "fd_grad_answer", "answer_dimension"

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXERCISE = "s04_1_ex1"
 
 pytestmark = [
+    pytest.mark.nbgrader,
     pytest.mark.skipif(sandbox.abi_version() < 1, reason="this Linux kernel has no Landlock"),
     pytest.mark.skipif(not zygote.available(), reason="no pidfds or SOCK_SEQPACKET here"),
 ]
