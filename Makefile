@@ -13,7 +13,7 @@ JOBS   ?= 2
 INSTALLER  ?= uv
 UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
 UV         := $(BIN)/uv
-.PHONY: help venv book pdf lint test test-fast test-pdf bench bench-gpu lock clean
+.PHONY: help venv book pdf lint test test-fast test-pdf bench bench-gpu lock student-lock course-lib-wheel student-edition clean
 
 help:
 	@echo "make book      build the executable book into _build/html"
@@ -25,6 +25,9 @@ help:
 	@echo "make bench     run the CPU benchmarks and print their table"
 	@echo "make bench-gpu run the same benchmarks on an NVIDIA GPU (installs CUDA jaxlib)"
 	@echo "make lock      regenerate requirements.lock from pyproject.toml (uv; same lock when nothing changed)"
+	@echo "make student-edition  write _build/student-edition/ (what students receive) and scan it for leaks"
+	@echo "make course-lib-wheel course_lib's own wheel into _build/wheels/"
+	@echo "make student-lock     regenerate edition/requirements.lock (the edition's install file)"
 	@echo "make clean     remove build outputs (keeps the venv)"
 	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
 
@@ -79,6 +82,24 @@ bench-gpu:
 lock: $(STAMP)
 	$(UV) pip compile --quiet pyproject.toml --extra test --python $(BIN)/python \
 	  --custom-compile-command "make lock" -o requirements.lock
+
+# The student edition's lock: course_lib's dependencies (course_lib/pyproject.toml) and edition/requirements.in,
+# at the versions requirements.lock pins (a constraint), so students compute with the grader's JAX.
+student-lock: $(STAMP)
+	$(UV) pip compile --quiet course_lib/pyproject.toml edition/requirements.in -c requirements.lock \
+	  --python $(BIN)/python --custom-compile-command "make student-lock" -o edition/requirements.lock
+
+# course_lib's own wheel (course_lib/pyproject.toml), into _build/wheels/
+# (built from a copy: setuptools leaves build/ and *.egg-info in the folder it builds)
+course-lib-wheel: $(STAMP)
+	rm -rf _build/wheels _build/course-lib-src
+	mkdir -p _build && cp -r course_lib _build/course-lib-src && rm -rf _build/course-lib-src/__pycache__
+	$(UV) build --quiet --wheel --no-build-isolation --python $(BIN)/python --out-dir _build/wheels _build/course-lib-src
+	rm -rf _build/course-lib-src
+
+# the folder published each term as the students' repository (autograder/ops/student_edition.py)
+student-edition: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder student-edition
 
 clean:
 	rm -rf _build .pytest_cache

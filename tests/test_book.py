@@ -344,3 +344,13 @@ def test_the_parallel_build_executed_each_page_once_into_one_cache(built_book):
     cached = [Path(record.uri).with_suffix("").relative_to(ROOT).as_posix() for record in cache.list_cache_records()]
     assert len(cached) == len(set(cached)), cached
     assert with_code <= set(cached), sorted(with_code - set(cached))
+
+
+def test_the_published_book_holds_nothing_instructor_only(built_book):
+    """The same leak scan as the student edition's, over everything the HTML build publishes: pages, the
+    pages' sources and executed notebooks (_sources), downloads (the student notebooks) and the search index."""
+    from autograder.authoring import leak_scan
+
+    assert (built_book / "_sources").is_dir() and (built_book / "searchindex.js").is_file()
+    secrets = leak_scan.collect_secrets(leak_scan.course_public_texts())
+    assert leak_scan.scan(built_book, secrets) == []

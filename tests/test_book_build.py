@@ -13,7 +13,7 @@ from sphinx.search.zh import SearchChinese
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from course_reader import CourseChinese  # noqa: E402
+from course_reader import CourseChinese, launch_the_edition_twin  # noqa: E402
 
 
 def _build_module():
@@ -47,3 +47,30 @@ def test_the_course_search_indexes_the_words_sphinx_does():
     sphinx_words, course_words = words
     assert course_words == sphinx_words
     assert len(course_words) > 1000
+
+
+def test_launch_buttons_open_the_edition_twin():
+    """Colab opens notebooks only: the buttons point at book/<page>.ipynb, which the student edition holds."""
+    hub = "https://hub.example.edu/hub/user-redirect/git-pull?repo=https://github.com/o/r&urlpath=lab/tree/r/book/s04_1.md&branch=t"
+    context = {
+        "header_buttons": [
+            {"label": "download-buttons", "buttons": [{"url": "_sources/book/s04_1.md"}]},
+            {
+                "label": "launch-buttons",
+                "buttons": [
+                    {"url": "https://mybinder.org/v2/gh/o/r/t?urlpath=lab/tree/book/s04_1.md"},
+                    {"url": "https://colab.research.google.com/github/o/r/blob/t/book/s04_1.md"},
+                    {"url": hub},
+                    {"label": "launch-thebe"},
+                ],
+            },
+        ]
+    }
+    launch_the_edition_twin(None, "book/s04_1", "page.html", context, None)
+    download, launch = context["header_buttons"]
+    assert download["buttons"][0]["url"] == "_sources/book/s04_1.md"
+    assert [b["url"] for b in launch["buttons"] if "url" in b] == [
+        "https://mybinder.org/v2/gh/o/r/t?urlpath=lab/tree/book/s04_1.ipynb",
+        "https://colab.research.google.com/github/o/r/blob/t/book/s04_1.ipynb",
+        hub.replace("s04_1.md", "s04_1.ipynb"),
+    ]

@@ -191,6 +191,19 @@ def cmd_selftest(args):
     print("self-test passed")
 
 
+def cmd_student_edition(args):
+    from autograder.ops.student_edition import build_edition
+
+    edition = build_edition(Path(args.out), repository_url=args.repository_url, branch=args.branch)
+    size = sum(path.stat().st_size for path in edition.files)
+    print(f"wrote {len(edition.files)} files ({size / 1e6:.1f} MB) into {edition.folder}")
+    for problem in edition.problems:
+        print(f"LEAK {problem}", file=sys.stderr)
+    if edition.problems:
+        raise SystemExit(f"student edition NOT safe to publish: {len(edition.problems)} problem(s) above")
+    print("leak scan: nothing instructor-only found")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -206,6 +219,7 @@ def main(argv=None):
         ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
         ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
         ("similarity", cmd_similarity, "students' code per exercise for MOSS, JPlag and Dolos (plagiarism checks)"),
+        ("student-edition", cmd_student_edition, "write the student edition (allowlist) and scan it for leaks"),
     ]:
         p = sub.add_parser(name, help=help_)
         p.set_defaults(fn=fn)
@@ -222,6 +236,12 @@ def main(argv=None):
             p.add_argument(
                 "--to", help="CSV file to write (default grades.csv, grades-canvas.csv or grades-moodle.csv)"
             )
+        elif name == "student-edition":
+            p.add_argument("--out", default=str(COURSE.parent / "_build" / "student-edition"), help="folder to write")
+            p.add_argument(
+                "--repository-url", help="the edition's public address (default: repository.url of _config.yml)"
+            )
+            p.add_argument("--branch", help="the term's branch or tag (default: repository.branch of _config.yml)")
         elif name == "collect":
             p.add_argument("section", help="the assignment (section) the download belongs to")
             p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")

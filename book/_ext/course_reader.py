@@ -19,7 +19,8 @@
 * Launch links only with this repository's URL: Binder, JupyterHub and Colab buttons open a page's
   notebook from the public repository, so they need ``repository.url`` in ``_config.yml``. Without it
   Jupyter Book falls back to its own repository and the buttons would open someone else's files; the
-  launch services are then switched off (book/run_locally.md documents the setting).
+  launch services are then switched off (book/run_locally.md documents the setting). With it, the buttons
+  open the page's notebook twin in the student edition (``make student-edition``), not its ``.md``.
 * ``static/course_reader.css``: small style fixes found by looking at the pages on a phone;
   ``static/course_reader.js``: formulas in search-result snippets are typeset, not raw TeX (the
   search page has no formulas of its own, so Sphinx would not load MathJax there).
@@ -197,6 +198,16 @@ def _declare_parallel_read_safe(app):
             extension.parallel_read_safe = True
 
 
+def launch_the_edition_twin(app, pagename, templatename, context, doctree):
+    """Point the launch buttons at the student edition's notebook twin of the page (``book/<page>.ipynb``,
+    written by ``make student-edition``), which Colab can open, instead of the MyST source (``.md``)."""
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "launch-buttons":
+            for button in group.get("buttons", []):
+                if "url" in button:
+                    button["url"] = button["url"].replace(f"{pagename}.md", f"{pagename}.ipynb")
+
+
 def setup(app):
     _declare_parallel_read_safe(app)
     app.connect("builder-inited", _add_static)
@@ -209,4 +220,6 @@ def setup(app):
     app.connect("html-page-context", _offer_notebook, priority=500)
     app.connect("html-page-context", _mathjax_on_search_page, priority=600)
     app.connect("html-page-context", _one_copy_of_each_script, priority=900)
+    # sphinx-book-theme adds the launch buttons at priority 501
+    app.connect("html-page-context", launch_the_edition_twin, priority=600)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,245 @@
+"""Scan a folder that students receive (the student edition, the built book) for instructor-only material.
+
+What counts as instructor-only (:func:`collect_secrets`):
+
+* **solution and rubric text**: every line longer than :data:`MIN_LINE` characters inside a solution region
+  of a source notebook in ``assignments/source/`` (code solutions, and the written answers' cells that hold
+  the rubric and its 参考答案), comments left out;
+* **reference code**: every line of that length in a function body of ``autograder/authoring/reference/``;
+* **expected values**: every number of ``autograder/data/*.json`` (expected results, catalogued mistakes'
+  results) and every **hidden input** of ``autograder/kernel/inputs/*.json``.
+
+A line is a secret only if it is not also in the public text the edition is made from (a release notebook's
+stub, a library call the book shows): what students may read anyway cannot leak.
+
+Numbers are matched two ways, so that the thousands of numbers printed in the book do not match by chance:
+a number written with at least :data:`SINGLE_DIGITS` significant digits matches a secret equal to it at
+that many digits; any :data:`RUN` numbers in a row match :data:`RUN` consecutive values of one secret
+array at :data:`RUN_DIGITS` significant digits (a hidden input vector, an expected trajectory), counting
+only values with at least :data:`RUN_MIN_DIGITS` significant digits (runs of zeros or of 0.5 are everywhere).
+
+:func:`scan` reads every file under a folder: text as written, notebooks and JSON through their strings
+and numbers, HTML unescaped, and the members of zip files and wheels (recursively). Binary files (images,
+fonts) are skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import io
+import json
+import re
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jupytext
+
+from autograder.authoring.release_scan import FORBIDDEN_MARKERS
+from autograder.authoring.sources import COURSE_DIR, complete_metadata, source_notebooks
+
+ROOT = COURSE_DIR.parent
+MIN_LINE = 20
+SINGLE_DIGITS = 10
+RUN, RUN_DIGITS, RUN_MIN_DIGITS = 3, 6, 4
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_JSON_SUFFIXES = {".json", ".ipynb"}
+_ZIP_SUFFIXES = {".zip", ".whl"}
+
+
+@dataclass
+class Secrets:
+    """Instructor-only text and numbers, each with where it comes from."""
+
+    lines: dict[str, str] = field(default_factory=dict)
+    numbers: dict[str, str] = field(default_factory=dict)  # value at SINGLE_DIGITS digits -> origin
+    runs: dict[tuple[str, ...], str] = field(default_factory=dict)  # RUN values at RUN_DIGITS digits -> origin
+
+
+def significant_digits(token: str) -> int:
+    """Digits of a number as written, without leading or trailing zeros: ``0.0012340`` has 4, ``100.0`` and
+    ``1e-3`` have 1 (a float's repr ends in ``.0`` whatever its precision, so trailing zeros say nothing)."""
+    mantissa = re.split(r"[eE]", token.lstrip("+-"))[0]
+    return len(mantissa.replace(".", "").strip("0"))
+
+
+def _at(value: float, digits: int) -> str:
+    return f"{value:.{digits - 1}e}"
+
+
+def _solution_lines(nb) -> Iterator[str]:
+    for cell in nb.cells:
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        inside = cell.cell_type == "markdown"
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if "BEGIN SOLUTION" in stripped:
+                inside = True
+            elif "END SOLUTION" in stripped:
+                inside = False
+            elif inside and len(stripped) >= MIN_LINE and not stripped.startswith("#"):
+                yield stripped
+
+
+def _function_body_lines(path: Path) -> Iterator[tuple[str, str]]:
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        if not body:
+            continue
+        end = body[-1].end_lineno or body[-1].lineno
+        for line in lines[body[0].lineno - 1 : end]:
+            stripped = line.strip()
+            if len(stripped) >= MIN_LINE and not stripped.startswith("#"):
+                yield stripped, f"{path.stem}.{node.name}"
+
+
+def _numbers(value, path: str) -> Iterator[tuple[str, list[float]]]:
+    """``(where, flat list of numbers)`` for every array (list of numbers) and scalar in a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        if value and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            yield path, [float(x) for x in value]
+        else:
+            for i, item in enumerate(value):
+                yield from _numbers(item, f"{path}[{i}]")
+    elif isinstance(value, float):
+        yield path, [value]
+
+
+def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool) -> None:
+    for path, values in _numbers(document, name):
+        where = f"{'hidden input' if all_inputs or '.inputs' in path else 'expected value'} {path}"
+        for value in values:
+            if significant_digits(repr(value)) >= SINGLE_DIGITS:
+                secrets.numbers.setdefault(_at(value, SINGLE_DIGITS), where)
+        for i in range(len(values) - RUN + 1):
+            window = values[i : i + RUN]
+            if all(significant_digits(repr(v)) >= RUN_MIN_DIGITS for v in window):
+                secrets.runs.setdefault(tuple(_at(v, RUN_DIGITS) for v in window), where)
+
+
+def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
+    """Everything instructor-only in the course at ``root``, less the lines that appear in ``public``
+    (the texts the edition is made from)."""
+    public_text = "\n".join(public)
+    secrets = Secrets()
+    for md in source_notebooks(root / "assignments"):
+        nb = complete_metadata(jupytext.read(md), md.name)
+        for line in _solution_lines(nb):
+            secrets.lines.setdefault(line, f"solution or rubric of {md.stem}")
+    for path in sorted((root / "autograder" / "authoring" / "reference").glob("*.py")):
+        for line, where in _function_body_lines(path):
+            secrets.lines.setdefault(line, f"reference code {where}")
+    secrets.lines = {line: where for line, where in secrets.lines.items() if line not in public_text}
+    for folder in ("kernel/inputs", "data"):  # the data repeats the inputs beside the expected values
+        for path in sorted((root / "autograder" / folder).glob("*.json")):
+            _add_numbers(secrets, json.loads(path.read_text(encoding="utf-8")), path.stem, folder == "kernel/inputs")
+    # a value the release itself prints (a self-check's public point that a hidden case shares) is public
+    public_singles, public_runs = _number_keys(_NUMBER.findall(public_text))
+    secrets.numbers = {k: v for k, v in secrets.numbers.items() if k not in public_singles}
+    secrets.runs = {k: v for k, v in secrets.runs.items() if k not in public_runs}
+    return secrets
+
+
+def _number_keys(tokens: list[str]) -> tuple[dict[str, str], dict[tuple[str, ...], str]]:
+    """The tokens as the secrets are keyed: ``({single key: token}, {run key: tokens})`` (see the module)."""
+    singles = {_at(float(t), SINGLE_DIGITS): t for t in tokens if significant_digits(t) >= SINGLE_DIGITS}
+    # a run is RUN numbers in a row, each written with RUN_MIN_DIGITS digits or more (as the secrets are)
+    values = [_at(float(t), RUN_DIGITS) if significant_digits(t) >= RUN_MIN_DIGITS else None for t in tokens]
+    runs = {}
+    for i in range(len(values) - RUN + 1):
+        window = values[i : i + RUN]
+        if None not in window:
+            runs[tuple(window)] = " ".join(tokens[i : i + RUN])
+    return singles, runs
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def course_public_texts(root: Path = ROOT) -> list[str]:
+    """What students may read of the course: the book's pages and helpers, course_lib, and every exercise's
+    student notebook (its cells' sources, as nbgrader releases it)."""
+    from autograder.authoring.student_copy import student_notebook
+
+    paths = sorted((root / "book").glob("*.md")) + sorted((root / "book").glob("*.py"))
+    paths += sorted(p for p in (root / "course_lib").rglob("*.py") if "__pycache__" not in p.parts)
+    texts = [p.read_text(encoding="utf-8") for p in paths]
+    for md in source_notebooks(root / "assignments"):
+        texts.append("\n".join(cell.source for cell in student_notebook(md, root / "assignments").cells))
+    return texts
+
+
+def _strings(value) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            if not key.startswith("image/"):  # base64 pictures in a notebook's outputs
+                yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield repr(value)
+
+
+def _texts(name: str, data: bytes) -> Iterator[tuple[str, str]]:
+    """``(where, text)`` for one file's bytes; zip members are opened in turn."""
+    suffix = Path(name).suffix.lower()
+    if suffix in _ZIP_SUFFIXES or data[:4] == b"PK\x03\x04":
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data))
+        except zipfile.BadZipFile:
+            yield name, "[unreadable zip]"
+            return
+        with archive:
+            for member in archive.infolist():
+                if not member.is_dir():
+                    yield from _texts(f"{name}!{member.filename}", archive.read(member))
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # an image, a font: no text to leak through
+    if suffix in _JSON_SUFFIXES:
+        try:
+            text = "\n".join(_strings(json.loads(text)))
+        except json.JSONDecodeError:
+            pass
+    if suffix in {".html", ".htm", ".xml", ".svg"}:
+        text = html.unescape(_TAG.sub("", text))  # highlighted code is split into spans
+    yield name, text
+
+
+def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
+    """What of ``secrets`` appears in ``text`` (one problem per kind of hit and origin)."""
+    problems = []
+    if where.endswith(".ipynb"):  # a notebook with these markers was never released (prose may name them)
+        problems += [f"{where}: contains the marker {m!r}" for m in FORBIDDEN_MARKERS if m in text]
+    for line, origin in secrets.lines.items():
+        if line in text:
+            problems.append(f"{where}: {origin} leaked: {line[:80]!r}")
+    singles, runs = _number_keys(_NUMBER.findall(text))
+    problems += [f"{where}: {secrets.numbers[k]} leaked: {t}" for k, t in singles.items() if k in secrets.numbers]
+    problems += [f"{where}: {secrets.runs[k]} leaked: {t}" for k, t in runs.items() if k in secrets.runs]
+    return sorted(set(problems))
+
+
+def scan(folder: Path, secrets: Secrets) -> list[str]:
+    """Problems found in every file under ``folder`` (an empty list: nothing instructor-only)."""
+    problems = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.is_symlink()):
+        for where, text in _texts(str(path.relative_to(folder)), path.read_bytes()):
+            problems += scan_text(where, text, secrets)
+    return problems

@@ -1,0 +1,137 @@
+"""``make student-edition``: the folder an instructor publishes each term as the course's public repository.
+
+The edition is written from an allowlist (:func:`build_edition` names every file that goes in, and where),
+never by deleting from a copy of this repository, then scanned (:mod:`autograder.authoring.leak_scan`); any
+hit fails the command. Layout of ``_build/student-edition/``::
+
+    README.md  LICENSE  requirements.txt  runtime.txt  .python-version
+    course_lib/                      the library and its own pyproject.toml (pip install ./course_lib)
+    book/<page>.md, book/<page>.ipynb  each page students read, and its notebook twin (Colab opens these)
+    book/plotstyle.py, diagrams.py, fonts/   what the pages import
+    exercises/<section>/<exercise>.ipynb     the release notebooks (autograder.authoring.student_copy)
+
+``requirements.txt`` is the one install file: ``./course_lib`` and the student lock
+(``edition/requirements.lock``, ``make student-lock``). Binder (repo2docker) and ``pip install -r`` read it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+from autograder.authoring import leak_scan
+from autograder.authoring.student_copy import write_student_copies
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "_build" / "student-edition"
+EDITION_FILES = ROOT / "edition"
+#: pages of the book that are for instructors only (their code needs the instructors' cluster tools)
+INSTRUCTOR_PAGES = frozenset({"book/instructors"})
+#: what the pages import or read besides course_lib, relative to the repository root
+BOOK_HELPERS = ("book/plotstyle.py", "book/diagrams.py", "book/fonts/S04SansSC-Regular.otf", "book/fonts/OFL.txt")
+PYTHON_VERSION = "3.11"
+TWIN_MARK = "s04-edition-setup"
+
+
+@dataclass
+class Edition:
+    folder: Path
+    files: list[Path]
+    problems: list[str]
+
+
+def student_pages(root: Path = ROOT) -> list[str]:
+    """Docnames of the book's pages that students receive, in table-of-contents order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [chapter["file"] for chapter in part.get("chapters", [])]
+    return [page for page in pages if page not in INSTRUCTOR_PAGES]
+
+
+def setup_cell(repository_url: str, branch: str) -> nbformat.NotebookNode:
+    """The twin's first cell: in Colab, clone the edition at the term's branch, install it, enter book/."""
+    source = (
+        "# 在 Colab 中第一次运行时：取回本课程的学生版仓库、安装依赖并进入 book/ 目录（本地与 Binder 中什么也不做）\n"
+        "import os, subprocess, sys\n"
+        'if "google.colab" in sys.modules and not os.path.isdir("/content/s04-edition"):\n'
+        f'    subprocess.check_call(["git", "clone", "--depth", "1", "--branch", {branch!r}, {repository_url!r}, "/content/s04-edition"])\n'
+        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"], cwd="/content/s04-edition")\n'
+        'if "google.colab" in sys.modules:\n'
+        '    os.chdir("/content/s04-edition/book")\n'
+        '    sys.path.insert(0, "/content/s04-edition/book")'
+    )
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [TWIN_MARK]})
+
+
+def page_twin(md_path: Path, repository_url: str | None, branch: str) -> nbformat.NotebookNode:
+    """The page as a notebook without outputs; with a repository address, Colab's setup cell first."""
+    nb = jupytext.read(md_path)
+    nb.metadata.pop("jupytext", None)
+    if repository_url and any(cell.cell_type == "code" for cell in nb.cells):
+        nb.cells.insert(0, setup_cell(repository_url, branch))
+    return nb
+
+
+def repository_settings(root: Path = ROOT) -> tuple[str | None, str]:
+    """``repository.url`` and ``repository.branch`` of ``_config.yml`` (the edition's public address)."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    repository = config.get("repository") or {}
+    return (repository.get("url") or None), (repository.get("branch") or "main")
+
+
+def _copy(src: Path, dst: Path, files: list[Path]) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    files.append(dst)
+
+
+def build_edition(
+    out: Path = OUT, root: Path = ROOT, repository_url: str | None = None, branch: str | None = None
+) -> Edition:
+    """Write the student edition into ``out`` (replacing it) and scan it; see the module docstring."""
+    configured_url, configured_branch = repository_settings(root)
+    repository_url, branch = repository_url or configured_url, branch or configured_branch
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    files: list[Path] = []
+
+    for name in ("README.md", "LICENSE"):
+        _copy((EDITION_FILES if name == "README.md" else root) / name, out / name, files)
+    lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
+    (out / "requirements.txt").write_text(
+        "# 学生版的安装文件（Binder 与 pip install -r requirements.txt 都读它）：课程库本身，以及每个依赖的确切版本\n"
+        "./course_lib\n" + lock,
+        encoding="utf-8",
+    )
+    (out / "runtime.txt").write_text(f"python-{PYTHON_VERSION}\n", encoding="utf-8")
+    (out / ".python-version").write_text(f"{PYTHON_VERSION}\n", encoding="utf-8")
+    files += [out / "requirements.txt", out / "runtime.txt", out / ".python-version"]
+
+    library = root / "course_lib"
+    for src in sorted(library.rglob("*.py")) + [library / "pyproject.toml"]:
+        if "__pycache__" not in src.parts:
+            _copy(src, out / src.relative_to(root), files)
+
+    for helper in BOOK_HELPERS:
+        _copy(root / helper, out / helper, files)
+    for page in student_pages(root):
+        md = root / f"{page}.md"
+        _copy(md, out / f"{page}.md", files)
+        twin = out / f"{page}.ipynb"
+        nbformat.write(page_twin(md, repository_url, branch), twin)
+        files.append(twin)
+
+    written, problems = write_student_copies(out / "exercises", root / "assignments")
+    files += list(written.values())
+
+    problems += leak_scan.scan(out, leak_scan.collect_secrets(leak_scan.course_public_texts(root), root))
+    unlisted = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p not in files)
+    problems += [f"{name}: written but not on the allowlist" for name in unlisted]
+    return Edition(out, files, problems)

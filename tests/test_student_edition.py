@@ -1,0 +1,149 @@
+"""The student edition (autograder/ops/student_edition.py) and course_lib as its own package.
+
+The edition is built once for the module into a scratch folder, with a public address and a term branch
+as an instructor passes them, and checked as a student would meet it: what is in it, what is not, the
+twins Colab opens, the release notebooks, the install file. A leak planted in what the edition is made
+from fails the command.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from unittest import mock
+
+import nbformat
+import pytest
+
+from autograder.authoring import leak_scan, sources
+from autograder.authoring.student_copy import student_notebook
+from autograder.ops import cli, student_edition
+
+ROOT = Path(__file__).resolve().parents[1]
+URL, BRANCH = "https://github.com/example-course/s04-student", "2027-spring"
+#: course_lib's third-party imports, and the distributions that provide them (jaxlib: JAX's compiled half)
+LIBRARY_IMPORTS = {"jax": "jax", "numpy": "numpy", "optax": "optax", "equinox": "equinox", "jaxtyping": "jaxtyping"}
+
+
+def _pins(text: str) -> dict[str, str]:
+    return {m.group(1).lower(): m.group(2) for m in re.finditer(r"^([A-Za-z0-9_.\-]+)==(\S+)", text, re.M)}
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    return student_edition.build_edition(
+        tmp_path_factory.mktemp("edition") / "student-edition", repository_url=URL, branch=BRANCH
+    )
+
+
+def test_the_edition_is_clean_and_holds_only_the_allowlist(edition):
+    assert edition.problems == []
+    out = edition.folder
+    assert {p.name for p in out.iterdir()} == {
+        "README.md",
+        "LICENSE",
+        "requirements.txt",
+        "runtime.txt",
+        ".python-version",
+        "course_lib",
+        "book",
+        "exercises",
+    }
+    names = [str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()]
+    assert sorted(names) == sorted(str(p.relative_to(out)) for p in edition.files)
+    instructors_side = {"autograder", "assignments", "reference", "source", "submitted", "data", "inputs", "tests"}
+    assert not [n for n in names if instructors_side & set(Path(n).parts)]
+    assert not [n for n in names if "gradebook" in n or n.endswith((".db", ".lock", ".jsonl"))]
+
+
+def test_every_student_page_has_its_twin_and_the_instructors_page_stays_out(edition):
+    pages = student_edition.student_pages()
+    assert "book/instructors" not in pages and "book/s04_4" in pages
+    for page in pages:
+        assert (edition.folder / f"{page}.md").read_bytes() == (ROOT / f"{page}.md").read_bytes()
+        twin = nbformat.read(edition.folder / f"{page}.ipynb", as_version=4)
+        first = twin.cells[0]
+        if any(c.cell_type == "code" for c in twin.cells[1:]):
+            assert student_edition.TWIN_MARK in first.metadata.get("tags", [])
+            assert URL in first.source and repr(BRANCH) in first.source
+            compile(first.source, page, "exec")
+        assert all(not c.get("outputs") for c in twin.cells if c.cell_type == "code")
+    assert not (edition.folder / "book" / "instructors.md").exists()
+
+
+def test_the_exercises_are_the_release_notebooks(edition):
+    exercises = sorted((edition.folder / "exercises").rglob("*.ipynb"))
+    expected = sources.source_notebooks()
+    assert sorted(p.stem for p in exercises) == sorted(md.stem for md in expected)
+    for md in expected:
+        ours = nbformat.read(edition.folder / "exercises" / md.parent.name / f"{md.stem}.ipynb", as_version=4)
+        assert [c.source for c in ours.cells] == [c.source for c in student_notebook(md).cells], md.stem
+
+
+def test_one_install_file_for_binder_and_pip(edition):
+    requirements = (edition.folder / "requirements.txt").read_text(encoding="utf-8")
+    lines = [line for line in requirements.splitlines() if line and not line.lstrip().startswith("#")]
+    assert lines[0] == "./course_lib"
+    pins = _pins(requirements)
+    instructors = _pins((ROOT / "requirements.lock").read_text(encoding="utf-8"))
+    assert {"jax", "jaxlib", "numpy", "matplotlib", "jupyterlab", "myst-nb"} <= set(pins)
+    assert {name: v for name, v in pins.items() if instructors.get(name) != v} == {}
+    for heavy in ("nbgrader", "jupyter-book", "distributed", "psycopg2-binary", "playwright"):
+        assert heavy not in pins, heavy
+    assert (edition.folder / "runtime.txt").read_text() == "python-3.11\n"
+
+
+def test_course_lib_declares_exactly_what_it_imports_at_the_instructors_versions():
+    project = tomllib.loads((ROOT / "course_lib" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = _pins("\n".join(project["dependencies"]))
+    imported = set()
+    for path in (ROOT / "course_lib").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"course_lib", "__future__"}
+    assert third_party == set(LIBRARY_IMPORTS)
+    assert set(declared) == set(LIBRARY_IMPORTS.values()) | {"jaxlib"}
+    instructors = _pins((ROOT / "requirements.lock").read_text(encoding="utf-8"))
+    assert {name: v for name, v in declared.items() if instructors[name] != v} == {}
+
+
+def test_course_lib_imports_and_runs_without_the_instructors_tools():
+    """A student's kernel has no autograder, nbgrader or jupyter-book: course_lib must not need them."""
+    code = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'autograder', 'nbgrader', 'jupyter_book', 'distributed', 'sphinx'}:\n"
+        "            raise ImportError('instructors only: ' + name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "import jax.numpy as jnp, course_lib as cl\n"
+        "step = cl.make_integrator('rk4', cl.pendulum, 0.01)\n"
+        "xs = cl.rollout(step, jnp.array([1.0, 0.0]), jnp.zeros((5, 1)), cl.PendulumParams())\n"
+        "print(xs.shape)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "(6, 2)"
+
+
+def test_a_leak_in_what_the_edition_is_made_from_fails_the_command(tmp_path, monkeypatch):
+    secrets = leak_scan.collect_secrets(leak_scan.course_public_texts())
+    rubric = next(line for line, origin in secrets.lines.items() if origin.startswith("solution or rubric"))
+    files = tmp_path / "edition-files"
+    files.mkdir()
+    (files / "README.md").write_text(f"# 学生版\n\n提示：{rubric}\n", encoding="utf-8")
+    monkeypatch.setattr(student_edition, "EDITION_FILES", files)
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed), pytest.raises(SystemExit, match="NOT safe to publish"):
+        with contextlib.redirect_stdout(io.StringIO()), mock.patch.object(cli, "COURSE", ROOT / "assignments"):
+            cli.main(["student-edition", "--out", str(tmp_path / "out")])
+    assert "README.md: solution or rubric of" in printed.getvalue()
