@@ -40,10 +40,12 @@ def _hidden_run() -> list[float]:
     raise AssertionError("s04_1_ex1 has no hidden input vector")
 
 
-def _expected_value() -> float:
+def _expected_values() -> list[float]:
+    """Two expected values of one hidden case, far apart in its array (not a run)."""
     data = json.loads((ROOT / "autograder" / "data" / "s04_1_ex1.json").read_text())
     values = data["analytic_grad"]["cases"][0]["expected"][0]
-    return next(v for v in values if leak_scan.significant_digits(repr(v)) >= leak_scan.SINGLE_DIGITS)
+    long = [v for v in values if leak_scan.significant_digits(repr(v)) >= leak_scan.SINGLE_DIGITS]
+    return [long[0], long[-1]]
 
 
 def _wheel(member: str, text: str) -> bytes:
@@ -69,7 +71,7 @@ def test_the_course_has_every_kind_of_secret(secrets):
     assert any(o.startswith("solution or rubric of") for o in origins)
     assert any(o.startswith("reference code") for o in origins)
     assert sum(any("\u4e00" <= ch <= "\u9fff" for ch in line) for line in secrets.lines) > 50  # rubrics
-    assert any(o.startswith("expected value") for o in secrets.numbers.values())
+    assert any(origin.startswith("expected value") for origin, _ in secrets.numbers.values())
     assert any(o.startswith("hidden input") for o in secrets.runs.values())
 
 
@@ -88,7 +90,7 @@ def test_each_planted_leak_fails_the_scan_and_is_named(secrets, tmp_path):
         and not any(marker in line for marker in leak_scan.FORBIDDEN_MARKERS)
     )
     reference = _first(secrets, "reference code")
-    expected = _expected_value()
+    expected = _expected_values()
     run = _hidden_run()
     plants = {
         "solution": ("page.ipynb", lambda p: _plant_in_notebook(p, solution), "solution or rubric"),
@@ -102,7 +104,11 @@ def test_each_planted_leak_fails_the_scan_and_is_named(secrets, tmp_path):
             lambda p: p.write_bytes(_wheel("course_lib/hint.py", f"def f():\n    {reference}\n")),
             "reference code",
         ),
-        "expected": ("data.json", lambda p: p.write_text(json.dumps({"answer": expected})), "expected value"),
+        "expected": (
+            "data.json",
+            lambda p: p.write_text(json.dumps({"first": expected[0], "note": "见下", "last": expected[1]})),
+            "expected value",
+        ),
         "hidden input": (
             "page.html",
             lambda p: p.write_text(
@@ -124,6 +130,15 @@ def _plant_in_notebook(path: Path, line: str) -> None:
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(f"def helper():\n    {line}\n"))
     nbformat.write(nb, path)
+
+
+def test_one_constant_alone_is_not_a_leak(secrets, tmp_path):
+    """sqrt(eps) is a hidden tolerance of s04_8_ex1 and also what any gradient check prints."""
+    (tmp_path / "page.ipynb").write_text(json.dumps({"cells": [{"source": "tol = 1.4901161193847656e-06"}]}))
+    assert leak_scan.scan(tmp_path, secrets) == []
+    expected = _expected_values()
+    (tmp_path / "page.ipynb").write_text(json.dumps({"cells": [{"source": f"x = {expected[0]}"}]}))
+    assert leak_scan.scan(tmp_path, secrets) == []
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,13 @@ A line is a secret only if it is not also in the public text the edition is made
 stub, a library call the book shows): what students may read anyway cannot leak.
 
 Numbers are matched two ways, so that the thousands of numbers printed in the book do not match by chance:
-a number written with at least :data:`SINGLE_DIGITS` significant digits matches a secret equal to it at
-that many digits; any :data:`RUN` numbers in a row match :data:`RUN` consecutive values of one secret
-array at :data:`RUN_DIGITS` significant digits (a hidden input vector, an expected trajectory), counting
-only values with at least :data:`RUN_MIN_DIGITS` significant digits (runs of zeros or of 0.5 are everywhere).
+
+* **two values of one hidden case** in one file, each written with at least :data:`SINGLE_DIGITS`
+  significant digits and equal to a secret of that case at that many digits (one value alone is often a
+  constant anyone computes: sqrt(eps) = 1.4901161193847656e-06 is a hidden tolerance, 5/3 an expected ratio);
+* **a run**: any :data:`RUN` numbers in a row equal to :data:`RUN` consecutive values of one secret array at
+  :data:`RUN_DIGITS` significant digits (a hidden input vector, an expected trajectory), counting only values
+  written with at least :data:`RUN_MIN_DIGITS` significant digits (runs of zeros or of 0.5 are everywhere).
 
 :func:`scan` reads every file under a folder: text as written, notebooks and JSON through their strings
 and numbers, HTML unescaped, and the members of zip files and wheels (recursively). Binary files (images,
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import jupytext
 
-from autograder.authoring.release_scan import FORBIDDEN_MARKERS
+from autograder.authoring.release_scan import FORBIDDEN_MARKERS, solution_lines
 from autograder.authoring.sources import COURSE_DIR, complete_metadata, source_notebooks
 
 ROOT = COURSE_DIR.parent
@@ -54,7 +57,7 @@ class Secrets:
     """Instructor-only text and numbers, each with where it comes from."""
 
     lines: dict[str, str] = field(default_factory=dict)
-    numbers: dict[str, str] = field(default_factory=dict)  # value at SINGLE_DIGITS digits -> origin
+    numbers: dict[str, tuple[str, str]] = field(default_factory=dict)  # value at SINGLE_DIGITS -> (origin, case)
     runs: dict[tuple[str, ...], str] = field(default_factory=dict)  # RUN values at RUN_DIGITS digits -> origin
 
 
@@ -67,21 +70,6 @@ def significant_digits(token: str) -> int:
 
 def _at(value: float, digits: int) -> str:
     return f"{value:.{digits - 1}e}"
-
-
-def _solution_lines(nb) -> Iterator[str]:
-    for cell in nb.cells:
-        if not cell.metadata.get("nbgrader", {}).get("solution"):
-            continue
-        inside = cell.cell_type == "markdown"
-        for line in cell.source.splitlines():
-            stripped = line.strip()
-            if "BEGIN SOLUTION" in stripped:
-                inside = True
-            elif "END SOLUTION" in stripped:
-                inside = False
-            elif inside and len(stripped) >= MIN_LINE and not stripped.startswith("#"):
-                yield stripped
 
 
 def _function_body_lines(path: Path) -> Iterator[tuple[str, str]]:
@@ -115,12 +103,18 @@ def _numbers(value, path: str) -> Iterator[tuple[str, list[float]]]:
         yield path, [value]
 
 
+def _case(path: str) -> str:
+    """The hidden case a number belongs to: ``s04_1_ex1.fd_grad.cases[2]`` (data) or ``s04_1_ex1.fd_grad[2]``."""
+    match = re.match(r"[^.\[]+\.[^.\[]+(?:\.cases)?\[\d+\]", path)
+    return match.group() if match else path
+
+
 def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool) -> None:
     for path, values in _numbers(document, name):
         where = f"{'hidden input' if all_inputs or '.inputs' in path else 'expected value'} {path}"
         for value in values:
             if significant_digits(repr(value)) >= SINGLE_DIGITS:
-                secrets.numbers.setdefault(_at(value, SINGLE_DIGITS), where)
+                secrets.numbers.setdefault(_at(value, SINGLE_DIGITS), (where, _case(path)))
         for i in range(len(values) - RUN + 1):
             window = values[i : i + RUN]
             if all(significant_digits(repr(v)) >= RUN_MIN_DIGITS for v in window):
@@ -134,7 +128,7 @@ def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
     secrets = Secrets()
     for md in source_notebooks(root / "assignments"):
         nb = complete_metadata(jupytext.read(md), md.name)
-        for line in _solution_lines(nb):
+        for line in sorted(solution_lines(nb, MIN_LINE)):
             secrets.lines.setdefault(line, f"solution or rubric of {md.stem}")
     for path in sorted((root / "autograder" / "authoring" / "reference").glob("*.py")):
         for line, where in _function_body_lines(path):
@@ -231,7 +225,14 @@ def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
         if line in text:
             problems.append(f"{where}: {origin} leaked: {line[:80]!r}")
     singles, runs = _number_keys(_NUMBER.findall(text))
-    problems += [f"{where}: {secrets.numbers[k]} leaked: {t}" for k, t in singles.items() if k in secrets.numbers]
+    by_case: dict[str, list[str]] = {}
+    for key, token in singles.items():
+        if key in secrets.numbers:
+            origin, case = secrets.numbers[key]
+            by_case.setdefault(case, []).append(f"{token} ({origin})")
+    problems += [
+        f"{where}: values of one hidden case leaked: {'; '.join(hits)}" for hits in by_case.values() if len(hits) >= 2
+    ]
     problems += [f"{where}: {secrets.runs[k]} leaked: {t}" for k, t in runs.items() if k in secrets.runs]
     return sorted(set(problems))
 

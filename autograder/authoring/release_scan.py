@@ -18,8 +18,9 @@ FORBIDDEN_MARKERS = (
 )
 
 
-def _solution_lines(source_nb) -> set[str]:
-    """Distinctive lines of solution regions (longer than 25 characters, not comments)."""
+def solution_lines(source_nb, min_length: int = 26) -> set[str]:
+    """Distinctive lines of solution regions (code solutions and the written answers' rubrics): those of at
+    least ``min_length`` characters that are not comments."""
     lines = set()
     for cell in source_nb.cells:
         if not cell.metadata.get("nbgrader", {}).get("solution"):
@@ -33,7 +34,7 @@ def _solution_lines(source_nb) -> set[str]:
             if "END SOLUTION" in stripped:
                 inside = False
                 continue
-            if inside and len(stripped) > 25 and not stripped.startswith("#"):
+            if inside and len(stripped) >= min_length and not stripped.startswith("#"):
                 lines.add(stripped)
     return lines
 
@@ -71,7 +72,7 @@ def scan_release(release_dir: Path, source_dir: Path, data_dir: Path) -> list[st
                 problems.append(f"{nb_path.name}: contains {marker!r}")
         source = source_dir / nb_path.name
         if source.exists():
-            for line in _solution_lines(nbformat.read(source, as_version=4)):
+            for line in solution_lines(nbformat.read(source, as_version=4)):
                 if line in text:
                     problems.append(f"{nb_path.name}: solution line leaked: {line[:60]}")
         data_path = data_dir / f"{nb_path.stem}.json"
