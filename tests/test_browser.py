@@ -24,7 +24,8 @@ from urllib.parse import quote, unquote, urlparse
 
 import nbformat
 import pytest
-import yaml
+
+from autograder.ops.student_edition import toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -40,24 +41,7 @@ pytestmark = [
 ]
 
 
-def _toc_pages():
-    """Docnames of every page in _toc.yml (known before the book is built, for parametrisation)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts") or []:
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return [re.sub(r"\.(md|ipynb)$", "", page) for page in pages]
-
-
-PAGES = _toc_pages() + ["search", "genindex"]
+PAGES = toc_pages() + ["search", "genindex"]
 
 
 def _find_chromium():

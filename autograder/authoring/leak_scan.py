@@ -48,6 +48,7 @@ MIN_LINE = 20
 SINGLE_DIGITS = 10
 RUN, RUN_DIGITS, RUN_MIN_DIGITS = 3, 6, 4
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_TAG = re.compile(r"<[^>]*>")
 _JSON_SUFFIXES = {".json", ".ipynb"}
 _ZIP_SUFFIXES = {".zip", ".whl"}
 
@@ -122,8 +123,8 @@ def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool) -> Non
 
 
 def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
-    """Everything instructor-only in the course at ``root``, less the lines that appear in ``public``
-    (the texts the edition is made from)."""
+    """Everything instructor-only in the course at ``root``, less the lines and numbers that appear in
+    ``public`` (what students may read anyway: :func:`course_public_texts`)."""
     public_text = "\n".join(public)
     secrets = Secrets()
     for md in source_notebooks(root / "assignments"):
@@ -155,9 +156,6 @@ def _number_keys(tokens: list[str]) -> tuple[dict[str, str], dict[tuple[str, ...
         if None not in window:
             runs[tuple(window)] = " ".join(tokens[i : i + RUN])
     return singles, runs
-
-
-_TAG = re.compile(r"<[^>]*>")
 
 
 def course_public_texts(root: Path = ROOT) -> list[str]:

@@ -44,10 +44,11 @@ def _course_directory_config(course_dir: Path) -> dict:
     return dict(config["CourseDirectory"]) if "CourseDirectory" in config else {}
 
 
-def gradebook_url(course_dir: Path) -> str:
+def gradebook_url(course_dir: Path, config: dict | None = None) -> str:
     """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
-    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``."""
-    url = _course_directory_config(course_dir).get("db_url")
+    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``.
+    ``config``: that ``CourseDirectory`` section, when the caller has read it already."""
+    url = (_course_directory_config(course_dir) if config is None else config).get("db_url")
     return url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
 
 
@@ -61,8 +62,8 @@ def prepare_gradebook(course_dir: Path) -> None:
     """
     from nbgrader.api import Gradebook
 
-    course_id = _course_directory_config(course_dir).get("course_id") or "default_course"
-    with Gradebook(gradebook_url(course_dir), course_id=course_id):
+    config = _course_directory_config(course_dir)
+    with Gradebook(gradebook_url(course_dir, config), course_id=config.get("course_id") or "default_course"):
         pass
 
 

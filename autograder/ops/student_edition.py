@@ -16,6 +16,7 @@ hit fails the command. Layout of ``_build/student-edition/``::
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,13 +46,26 @@ class Edition:
     problems: list[str]
 
 
-def student_pages(root: Path = ROOT) -> list[str]:
-    """Docnames of the book's pages that students receive, in table-of-contents order."""
+def toc_pages(root: Path = ROOT) -> list[str]:
+    """Docnames of every page in ``_toc.yml``, in table-of-contents order."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [chapter["file"] for chapter in part.get("chapters", [])]
-    return [page for page in pages if page not in INSTRUCTOR_PAGES]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [re.sub(r"\.(md|ipynb)$", "", page) for page in pages]
+
+
+def student_pages(root: Path = ROOT) -> list[str]:
+    """Docnames of the book's pages that students receive, in table-of-contents order."""
+    return [page for page in toc_pages(root) if page not in INSTRUCTOR_PAGES]
 
 
 def setup_cell(repository_url: str, branch: str) -> nbformat.NotebookNode:
@@ -102,8 +116,8 @@ def build_edition(
     out.mkdir(parents=True)
     files: list[Path] = []
 
-    for name in ("README.md", "LICENSE"):
-        _copy((EDITION_FILES if name == "README.md" else root) / name, out / name, files)
+    _copy(EDITION_FILES / "README.md", out / "README.md", files)
+    _copy(root / "LICENSE", out / "LICENSE", files)
     lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
     (out / "requirements.txt").write_text(
         "# 学生版的安装文件（Binder 与 pip install -r requirements.txt 都读它）：课程库本身，以及每个依赖的确切版本\n"
