@@ -132,6 +132,19 @@ def _plant_in_notebook(path: Path, line: str) -> None:
     nbformat.write(nb, path)
 
 
+def test_what_cannot_be_checked_fails_the_scan(secrets, tmp_path):
+    """A broken wheel and a link could hide anything: the scan says so instead of passing them."""
+    folder = tmp_path / "edition"
+    _clean_folder(folder)
+    (folder / "course_lib-0.1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 not really a zip")
+    (folder / "answers.py").symlink_to(ROOT / "autograder" / "authoring" / "reference" / "s04_1.py")
+    problems = leak_scan.scan(folder, secrets)
+    assert problems == [
+        "answers.py: a link, not a file; publish files only",
+        "course_lib-0.1.0-py3-none-any.whl: cannot be opened (a broken or encrypted archive), so it was not checked",
+    ]
+
+
 def test_one_constant_alone_is_not_a_leak(secrets, tmp_path):
     """sqrt(eps) is a hidden tolerance of s04_8_ex1 and also what any gradient check prints."""
     (tmp_path / "page.ipynb").write_text(json.dumps({"cells": [{"source": "tol = 1.4901161193847656e-06"}]}))

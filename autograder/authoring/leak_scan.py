@@ -23,7 +23,8 @@ Numbers are matched two ways, so that the thousands of numbers printed in the bo
 
 :func:`scan` reads every file under a folder: text as written, notebooks and JSON through their strings
 and numbers, HTML unescaped, and the members of zip files and wheels (recursively). Binary files (images,
-fonts) are skipped.
+fonts) are skipped; an archive it cannot open and a symbolic link are problems, since nothing behind them
+was checked.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,19 +188,19 @@ def _strings(value) -> Iterator[str]:
         yield repr(value)
 
 
-def _texts(name: str, data: bytes) -> Iterator[tuple[str, str]]:
-    """``(where, text)`` for one file's bytes; zip members are opened in turn."""
+def _texts(name: str, data: bytes) -> Iterator[tuple[str, str | None]]:
+    """``(where, text)`` for one file's bytes; zip members are opened in turn. ``text`` is None for an
+    archive (or member) that cannot be read: nothing in it could be checked."""
     suffix = Path(name).suffix.lower()
     if suffix in _ZIP_SUFFIXES or data[:4] == b"PK\x03\x04":
         try:
-            archive = zipfile.ZipFile(io.BytesIO(data))
-        except zipfile.BadZipFile:
-            yield name, "[unreadable zip]"
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = [(m.filename, archive.read(m)) for m in archive.infolist() if not m.is_dir()]
+        except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, zlib.error):  # broken or encrypted
+            yield name, None
             return
-        with archive:
-            for member in archive.infolist():
-                if not member.is_dir():
-                    yield from _texts(f"{name}!{member.filename}", archive.read(member))
+        for member, content in members:
+            yield from _texts(f"{name}!{member}", content)
         return
     try:
         text = data.decode("utf-8")
@@ -238,7 +240,13 @@ def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
 def scan(folder: Path, secrets: Secrets) -> list[str]:
     """Problems found in every file under ``folder`` (an empty list: nothing instructor-only)."""
     problems = []
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.is_symlink()):
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() or p.is_symlink()):
+        if path.is_symlink():  # never followed: it could point at anything on the instructor's machine
+            problems.append(f"{path.relative_to(folder)}: a link, not a file; publish files only")
+            continue
         for where, text in _texts(str(path.relative_to(folder)), path.read_bytes()):
-            problems += scan_text(where, text, secrets)
+            if text is None:
+                problems.append(f"{where}: cannot be opened (a broken or encrypted archive), so it was not checked")
+            else:
+                problems += scan_text(where, text, secrets)
     return problems
