@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from autograder.verdict.compare import compare, tolerance
-from autograder.kernel.capture import to_inputs
+from course_check.compare import compare, tolerance
+from course_check.calling import to_inputs
 
 
 def test_tolerance_follows_the_reference_dtype_and_kind():

@@ -78,15 +78,15 @@ def analytic_grad(u, dt):
     return np.full(np.shape(u), np.nan)  # NaN compares unequal to everything: not a pass either
 """
 FORGED_RECORD = """\
-import numpy as np, autograder, autograder.kernel.capture
+import numpy as np, autograder, autograder.kernel.capture, course_check.protocol
 from IPython.display import display
 def forged_grade(exercise, name, fn):
-    n = len(autograder.kernel.capture.load_inputs(exercise)[name])
+    n = len(autograder.kernel.capture.load_inputs(exercise)[name]["cases"])
     ok = {"status": "ok", "value": {"seq": [{"dtype": "float64", "shape": [3], "data": [1.0, 2.0, 3.0]},
                                             {"dtype": "int64", "shape": [], "data": [6]}]}}
-    display({autograder.protocol.MIME: {"exercise": exercise, "name": name, "results": [ok] * n}}, raw=True)
+    display({course_check.protocol.MIME: {"exercise": exercise, "name": name, "results": [ok] * n}}, raw=True)
     if name == "analytic_grad":  # a second, malformed record
-        display({autograder.protocol.MIME: {"exercise": exercise, "name": name, "results": "all passed"}}, raw=True)
+        display({course_check.protocol.MIME: {"exercise": exercise, "name": name, "results": "all passed"}}, raw=True)
 autograder.grade = autograder.kernel.capture.grade = forged_grade
 def fd_grad(u, dt, eps=1e-6):
     return u, 0

@@ -33,8 +33,8 @@ def _first(secrets, prefix: str, where: str = "") -> str:
 
 def _hidden_run() -> list[float]:
     data = json.loads((ROOT / "autograder" / "kernel" / "inputs" / "s04_1_ex1.json").read_text())
-    for cases in data.values():  # {check: [inputs of each hidden case]}
-        for inputs in cases:
+    for check in data.values():  # {check: {"params": [...], "cases": [inputs of each hidden case]}}
+        for inputs in check["cases"]:
             if len(inputs["u"]) >= 3:
                 return inputs["u"][:3]
     raise AssertionError("s04_1_ex1 has no hidden input vector")

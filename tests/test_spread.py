@@ -13,7 +13,7 @@ import pytest
 from autograder.authoring import regenerate as data
 from autograder.authoring import spread
 from autograder.authoring.registry import Check, Mistake, Output
-from autograder.verdict.compare import tolerance
+from course_check.compare import tolerance
 from autograder.verdict.data import DATA_DIR
 
 SMALL = "s04_2_ex1"
@@ -106,9 +106,20 @@ def _check(mistake_offset):
     return Check(
         "fn",
         cases=lambda: [{"x": 1.5}, {"x": -0.25}],
+        public_cases=lambda: [{"x": 0.75}],
         reference=ref,
         exercise="fake_ex",
         mistakes={"near": Mistake("差一点", lambda x: ref(x) * (1.0 + mistake_offset))},
+    )
+
+
+CONVENTION = {"params": ["x"], "signature": "fn(x)"}
+
+
+def _entries(check, spreads):
+    """``(hidden entry, public entry)`` of a check outside any notebook."""
+    return data.check_data(
+        check, data.compute_cases(check), spreads, 1.0, data.compute_cases(check, public=True), CONVENTION
     )
 
 
@@ -127,20 +138,21 @@ def test_derived_tolerance_widens_with_the_spread():
 def test_generator_refuses_a_mistake_within_a_factor_ten_of_the_tolerance(offset, spreads):
     check = _check(offset)
     with pytest.raises(data.ToleranceError, match="fake_ex.fn") as err:
-        data.check_data(check, data.compute_cases(check), spreads, 1.0)
+        _entries(check, spreads)
     assert "'near'" in str(err.value) and "hidden case 1" in str(err.value)
 
 
 @pytest.mark.parametrize("offset, spreads", [(1e-3, [0.0]), (1e-8, [1e-12]), (1e-14, [0.0]), (0.0, [0.0])])
 def test_generator_accepts_mistakes_clearly_apart(offset, spreads):
     check = _check(offset)
-    entry = data.check_data(check, data.compute_cases(check), spreads, 1.0)
+    entry, shown = _entries(check, spreads)
+    assert [case["inputs"] for case in shown["cases"]] == [{"x": 0.75}] and "spread" not in shown["outputs"][0]
     assert entry["outputs"][0]["spread"] == spreads[0] and entry["outputs"][0]["stated_rtol"] is None
 
 
 def test_disagreements_allow_rounding_within_the_tolerance_only():
     check = _check(1e-3)
-    committed = {"fn": data.check_data(check, data.compute_cases(check), [0.0], 1.0)}
+    committed = {"fn": _entries(check, [0.0])[0]}
     rtol = committed["fn"]["outputs"][0]["rtol"]
     fresh = json.loads(json.dumps(committed))
     assert data.disagreements(committed, fresh) == []

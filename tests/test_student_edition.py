@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from autograder.authoring import leak_scan, sources
+from autograder.authoring.registry import all_checks
 from autograder.authoring.student_copy import student_notebook
 from autograder.ops import cli, student_edition
 
@@ -52,6 +53,7 @@ def test_the_edition_is_clean_and_holds_only_the_allowlist(edition):
         "runtime.txt",
         ".python-version",
         "course_lib",
+        "course_check",
         "book",
         "exercises",
     }
@@ -89,7 +91,7 @@ def test_the_exercises_are_the_release_notebooks(edition):
 def test_one_install_file_for_binder_and_pip(edition):
     requirements = (edition.folder / "requirements.txt").read_text(encoding="utf-8")
     lines = [line for line in requirements.splitlines() if line and not line.lstrip().startswith("#")]
-    assert lines[0] == "./course_lib"
+    assert lines[:2] == ["./course_lib", "./course_check"]
     pins = _pins(requirements)
     instructors = _pins((ROOT / "requirements.lock").read_text(encoding="utf-8"))
     assert {"jax", "jaxlib", "numpy", "matplotlib", "jupyterlab", "myst-nb"} <= set(pins)
@@ -133,6 +135,38 @@ def test_course_lib_imports_and_runs_without_the_instructors_tools():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "(6, 2)"
+
+
+def test_course_check_declares_numpy_only_and_ships_every_public_check(edition):
+    project = tomllib.loads((ROOT / "course_check" / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["dependencies"] == [f"numpy=={_pins((ROOT / 'requirements.lock').read_text())['numpy']}"]
+    shipped = {p.stem for p in (edition.folder / "course_check" / "public").glob("*.json")}
+    assert shipped == {c.exercise for c in all_checks().values()}
+
+
+def test_public_checks_run_without_the_instructors_tools():
+    """In a student's kernel (no autograder, no nbgrader) check() scores with the grader's messages."""
+    code = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'autograder', 'nbgrader', 'jupyter_book', 'distributed', 'jax'}:\n"
+        "            raise ImportError('not in a student kernel here: ' + name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "import numpy as np\n"
+        "from course_check import check\n"
+        "def analytic_grad(controls, step):  # renamed parameters\n"
+        "    n = len(controls)\n"
+        "    v = np.cumsum(step * np.asarray(controls))\n"
+        "    return (step * v.sum() - 1.0) * step**2 * (n - np.arange(n))\n"
+        "check('s04_1_ex1', 'analytic_grad', analytic_grad)\n"
+        "check('s04_1_ex1', 'analytic_grad', lambda u, dt: -analytic_grad(u, dt))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second = proc.stdout.split("[s04_1_ex1]")[1:]
+    assert "通过 3/3 个公开测试，得分 3/3" in first
+    assert "得分 0/3" in second and "只差一个负号" in second
 
 
 def test_a_leak_in_what_the_edition_is_made_from_fails_the_command(tmp_path, monkeypatch):

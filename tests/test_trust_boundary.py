@@ -3,7 +3,7 @@
 
 The student's kernel controls the result record completely: any JSON under the record's MIME type, any
 number of times, any size. Whatever it shows, the trusted side must decode strictly
-(:func:`autograder.protocol.decode` raises :class:`~autograder.protocol.MalformedRecord`), never raise
+(:func:`course_check.protocol.decode` raises :class:`~course_check.protocol.MalformedRecord`), never raise
 out of :func:`~autograder.verdict.preprocessors.verdict_outputs`, never give points to values that are
 not the reference's, and never print the expected values. Table-driven cases name each forgery;
 property-based tests (hypothesis, derandomized so CI is reproducible) search for the ones not named.
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from nbformat.notebooknode import NotebookNode
 
-from autograder.protocol import MAX_ELEMENTS, MIME, MalformedRecord, Unsupported, decode, encode
+from course_check.protocol import MAX_ELEMENTS, MIME, MalformedRecord, Unsupported, decode, encode
 from autograder.verdict.data import load
 from autograder.verdict.preprocessors import verdict_outputs
 from autograder.verdict.score import score
@@ -417,7 +417,7 @@ HUGE = {
     "results": [
         {
             "status": "ok",
-            "value": {"seq": [arr("float64", [MAX_ELEMENTS], [0.0] * MAX_ELEMENTS), arr("int64", [], [14])]},
+            "value": {"seq": [arr("float64", [MAX_ELEMENTS], [0.0] * MAX_ELEMENTS), arr("int64", [], [13])]},
         }
     ]
     + ZERO["results"][1:],
@@ -635,33 +635,38 @@ def _result(case: list[np.ndarray], name: str, transforms: list[str], mode: str,
     return ok(returned(outputs, name))
 
 
-def _within_loosest_band(result, case: list[np.ndarray], name: str) -> bool:
-    """Whether a result decodes to the expected values within 1e-3 of the reference scale (the
-    loosest kind of check) or the output's own stored band if wider: the only results a check may credit."""
+def _credited_share(result, case: list[np.ndarray], name: str) -> float:
+    """The weighted share of a case's outputs that decode to the expected values within 1e-3 of the
+    reference scale (the loosest kind of check) or the output's own stored band if wider: the most a
+    check may credit for this result (partial credit is per output)."""
+    if not (isinstance(result, dict) and result.get("status") == "ok"):
+        return 0.0
     try:
         value = decode(result["value"])
     except Exception:
-        return False
+        return 0.0
     parts = [value] if len(case) == 1 else value
     if not isinstance(parts, list) or len(parts) != len(case):
-        return False
-    for got, exp, output in zip(parts, case, DATA[name]["outputs"]):
+        return 0.0
+    outputs = DATA[name]["outputs"]
+    share = 0.0
+    for got, exp, output in zip(parts, case, outputs):
         try:
             got = np.asarray(got, dtype=np.float64)
         except (TypeError, ValueError):
-            return False
+            continue
         scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
         band = max(1e-3, output.get("rtol") or 0.0) * scale + (output.get("atol") or 0.0)
-        if got.shape != exp.shape or not np.all(np.isfinite(got)) or np.max(np.abs(got - exp), initial=0) > band:
-            return False
-    return True
+        if got.shape == exp.shape and np.all(np.isfinite(got)) and np.max(np.abs(got - exp), initial=0) <= band:
+            share += output["weight"] / sum(o["weight"] for o in outputs)
+    return share
 
 
 @settings(max_examples=100, **FAST)
 @given(name=st.sampled_from([FD, ANALYTIC]), data=st.data())
-def test_verdict_credits_only_cases_whose_values_are_the_expected_ones(name, data):
-    """Points never exceed the share of cases whose returned values lie within 1e-3 of the reference,
-    whatever dtype, container or status the forged results use."""
+def test_verdict_credits_only_outputs_whose_values_are_the_expected_ones(name, data):
+    """Points never exceed the weighted share of outputs whose returned values lie within 1e-3 of the
+    reference, whatever dtype, container or status the forged results use."""
     cases = expected(name)
     n_out = len(cases[0])
     results = []
@@ -672,10 +677,7 @@ def test_verdict_credits_only_cases_whose_values_are_the_expected_ones(name, dat
         results.append(_result(case, name, transforms, mode, junk))
     rec = {"exercise": EXERCISE, "name": name, "results": results}
     out = verdict_outputs(graded_cell([shown(rec)], name=name))
-    credited = sum(
-        isinstance(r, dict) and r.get("status") == "ok" and _within_loosest_band(r, c, name)
-        for r, c in zip(results, cases)
-    )
+    credited = sum(_credited_share(r, c, name) for r, c in zip(results, cases))
     assert points(out) <= DATA[name]["points"] * credited / len(cases) + 1e-9, feedback(out)
     assert_discreet(out, name)
 

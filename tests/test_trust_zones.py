@@ -3,7 +3,8 @@
 * kernel (``autograder/__init__.py``, ``autograder/kernel/``, ``autograder/kernel_support/``) runs inside the
   sandboxed grading kernel, next to the student's code: numpy, the standard library, course_lib (and JAX,
   which course_lib is built on), IPython's display and the protocol; nothing of the trusted side.
-* protocol (``autograder/protocol.py``) is read by both sides: numpy and the standard library only.
+* public checks (``course_check/``: the protocol, the comparison, the scoring and the call convention) are read
+  by both sides and ship to students: numpy and the standard library only.
 * confine (``autograder/confine/``) runs before any student byte: the standard library, the kernel machinery
   it starts and drives (ipykernel, jupyter_client, nbclient, nbgrader's Execute) and itself.
 * verdict (``autograder/verdict/``) runs in the trusted nbgrader process: it never imports the reference
@@ -25,10 +26,10 @@ STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 ZONES = {
     "kernel": (
         [AG / "__init__.py", *sorted((AG / "kernel").rglob("*.py")), *sorted((AG / "kernel_support").rglob("*.py"))],
-        {"numpy", "course_lib", "jax", "IPython"},
-        {"autograder", "autograder.protocol", "autograder.kernel", "autograder.kernel_support"},
+        {"numpy", "course_lib", "course_check", "jax", "IPython"},
+        {"autograder", "autograder.kernel", "autograder.kernel_support"},
     ),
-    "protocol": ([AG / "protocol.py"], {"numpy"}, set()),
+    "public checks": (sorted((ROOT / "course_check").rglob("*.py")), {"numpy", "course_check"}, set()),
     "confine": (
         sorted((AG / "confine").rglob("*.py")),
         {"ipykernel", "jupyter_client", "nbclient", "nbformat", "nbgrader", "traitlets", "zmq"},
@@ -36,8 +37,18 @@ ZONES = {
     ),
     "verdict": (
         sorted((AG / "verdict").rglob("*.py")),
-        {"numpy", "nbgrader", "nbformat", "nbclient", "nbconvert", "traitlets", "jupyter_client", "bleach"},
-        {"autograder.protocol", "autograder.verdict", "autograder.confine"},
+        {
+            "numpy",
+            "course_check",
+            "nbgrader",
+            "nbformat",
+            "nbclient",
+            "nbconvert",
+            "traitlets",
+            "jupyter_client",
+            "bleach",
+        },
+        {"autograder.verdict", "autograder.confine"},
     ),
 }
 

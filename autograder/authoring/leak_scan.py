@@ -112,16 +112,40 @@ def _case(path: str) -> str:
     return match.group() if match else path
 
 
-def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool) -> None:
+def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool, shared: set[str] = frozenset()) -> None:
+    """Add the numbers of ``document`` (JSON) to ``secrets``, less those in ``shared`` (keyed like the secrets)."""
     for path, values in _numbers(document, name):
         where = f"{'hidden input' if all_inputs or '.inputs' in path else 'expected value'} {path}"
         for value in values:
-            if significant_digits(repr(value)) >= SINGLE_DIGITS:
-                secrets.numbers.setdefault(_at(value, SINGLE_DIGITS), (where, _case(path)))
+            key = _at(value, SINGLE_DIGITS)
+            if significant_digits(repr(value)) >= SINGLE_DIGITS and key not in shared:
+                secrets.numbers.setdefault(key, (where, _case(path)))
         for i in range(len(values) - RUN + 1):
             window = values[i : i + RUN]
-            if all(significant_digits(repr(v)) >= RUN_MIN_DIGITS for v in window):
-                secrets.runs.setdefault(tuple(_at(v, RUN_DIGITS) for v in window), where)
+            key = tuple(_at(v, RUN_DIGITS) for v in window)
+            if all(significant_digits(repr(v)) >= RUN_MIN_DIGITS for v in window) and not shared.issuperset(key):
+                secrets.runs.setdefault(key, where)
+
+
+def _public_numbers(root: Path, exercise: str) -> dict[str, set[str]]:
+    """Per check of ``exercise``, the numbers its public cases produce (``course_check/public``).
+
+    A hidden number that the same check's public cases produce too does not depend on what is hidden (a
+    constant of the task, a step size both share, a clipped norm of exactly 1): it is not a secret. The
+    generator makes the public cases' inputs differ from every hidden case's (``regenerate._disjoint``).
+    """
+    path = root / "course_check" / "public" / f"{exercise}.json"
+    if not path.exists():
+        return {}
+    return {
+        name: {
+            _at(v, d)
+            for _, values in _numbers(spec["cases"], name)
+            for v in values
+            for d in (SINGLE_DIGITS, RUN_DIGITS)
+        }
+        for name, spec in json.loads(path.read_text(encoding="utf-8")).items()
+    }
 
 
 def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
@@ -139,7 +163,9 @@ def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
     secrets.lines = {line: where for line, where in secrets.lines.items() if line not in public_text}
     for folder in ("kernel/inputs", "data"):  # the data repeats the inputs beside the expected values
         for path in sorted((root / "autograder" / folder).glob("*.json")):
-            _add_numbers(secrets, json.loads(path.read_text(encoding="utf-8")), path.stem, folder == "kernel/inputs")
+            shown = _public_numbers(root, path.stem)
+            for name, spec in json.loads(path.read_text(encoding="utf-8")).items():
+                _add_numbers(secrets, {name: spec}, path.stem, folder == "kernel/inputs", shown.get(name, set()))
     # a value the release itself prints (a self-check's public point that a hidden case shares) is public
     public_singles, public_runs = _number_keys(_NUMBER.findall(public_text))
     secrets.numbers = {k: v for k, v in secrets.numbers.items() if k not in public_singles}

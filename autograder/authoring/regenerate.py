@@ -11,7 +11,7 @@ bytes every time on one machine, which a test checks). Two files per exercise:
 * ``autograder/kernel/inputs/<exercise>.json``: the hidden inputs alone, which the sandboxed grading
   kernel reads to call the student's function (:mod:`autograder.kernel.capture`).
 
-Tolerances belong to the check (:mod:`autograder.verdict.compare`). Per output the data stores
+Tolerances belong to the check (:mod:`course_check.compare`). Per output the data stores
 
 * ``stated_rtol``: the check's own band (``Output.rtol``), or null for the kind's float64 default;
 * ``spread``: the measured spread of correct answers across machines (:mod:`autograder.authoring.spread`);
@@ -30,6 +30,8 @@ case lies between 1/:data:`OVERLAP` and :data:`OVERLAP` tolerances from the refe
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -37,10 +39,12 @@ from pathlib import Path
 import numpy as np
 
 from autograder.authoring import spread as spread_
+from autograder.authoring.cases import drawing_public
 from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
-from autograder.authoring.sources import check_points
-from autograder.verdict.compare import NONFINITE, tolerance
+from autograder.authoring.sources import check_points, defines, graded_callable, template_signature
+from course_check import PUBLIC_DIR
+from course_check.compare import NONFINITE, tolerance
 from autograder.verdict.data import DATA_DIR
 
 #: the stored tolerance is at least this many times the measured spread: the variants imitate other
@@ -64,6 +68,8 @@ def _plain(value):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, str):  # a name-valued input (a system, an integrator, a contact law)
+        return value
     arr = np.asarray(value)
     if arr.dtype.kind in "iub":
         return arr.tolist()
@@ -74,8 +80,17 @@ def _components(check: Check, value):
     return list(value) if len(check.outputs) > 1 else [value]
 
 
-def compute_cases(check: Check) -> list[dict]:
-    """Per hidden case of ``check``: its inputs, expected values and known-mistake values (JSON-ready)."""
+def compute_cases(check: Check, public: bool = False) -> list[dict]:
+    """Per hidden (or ``public``) case of ``check``: its inputs, expected values and known-mistake values (JSON-ready).
+
+    The public cases are computed entirely inside :func:`~autograder.authoring.cases.drawing_public`, so a
+    reference that looks up how its case was drawn (e.g. the true parameters of an experiment) finds it.
+    """
+    with drawing_public() if public else contextlib.nullcontext():
+        return _computed_cases(check, check.public_cases if public and check.public_cases else check.cases)
+
+
+def _computed_cases(check: Check, draw) -> list[dict]:
     return [
         {
             "inputs": _plain(inputs),
@@ -84,8 +99,38 @@ def compute_cases(check: Check) -> list[dict]:
                 name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())
             },
         }
-        for inputs in check.cases()
+        for inputs in draw()
     ]
+
+
+def call_convention(check: Check, cases: list[dict]) -> dict:
+    """``{"params": [...], "signature": "..."}``: the order grading passes a case's inputs in, and the
+    template's signature the feedback quotes. Raises when the cases disagree with the template."""
+    orders = {tuple(case["inputs"]) for case in cases}
+    if len(orders) != 1:
+        raise ValueError(f"{check.key}: its cases do not all take the same inputs in the same order: {orders}")
+    order = list(orders.pop())
+    passed = graded_callable(check.exercise, check.name)
+    # an adapter (a lambda, a kernel-support wrapper) passes the inputs on to the student's function it names
+    named = [n.id for n in ast.walk(ast.parse(passed)) if isinstance(n, ast.Name)]
+    student_fn = check.name if passed == check.name else next(n for n in named if defines(check.exercise, n))
+    params, signature = template_signature(check.exercise, student_fn)
+    if passed == check.name and order != params[: len(order)]:
+        raise ValueError(
+            f"{check.key}: grading passes {order} positionally, the template is {signature}; "
+            "write the case dicts in the template's order"
+        )
+    return {"params": order, "signature": signature}
+
+
+def _disjoint(key: str, hidden: list[dict], public: list[dict]) -> None:
+    seen = {serialise(case["inputs"]) for case in hidden}
+    same = [i for i, case in enumerate(public, start=1) if serialise(case["inputs"]) in seen]
+    if same or not public:
+        raise ValueError(
+            f"{key}: public case(s) {same or 'none'} {'equal hidden ones' if same else 'exist'}; draw the case "
+            "function's inputs from case_rng, or declare Check(public_cases=...)"
+        )
 
 
 def derived_rtol(key: str, output: Output, spread: float) -> float:
@@ -164,13 +209,17 @@ def uncaught_mistakes(key: str, spec: dict) -> list[str]:
     ]
 
 
-def check_data(check: Check, cases: list[dict], spreads: list[float], points: float) -> dict:
-    """The stored entry of ``check`` (worth ``points``, as its graded cell says); raises
-    :class:`ToleranceError` when its tolerances overlap a mistake."""
+def check_data(
+    check: Check, cases: list[dict], spreads: list[float], points: float, public: list[dict], convention: dict
+) -> tuple:
+    """``(hidden entry, public entry)`` of ``check`` (worth ``points``, as its graded cell says, called as
+    ``convention`` says: :func:`call_convention`); raises :class:`ToleranceError` when its tolerances
+    overlap a mistake on a hidden or a public case."""
     outputs = [
         {
             "label": o.label,
             "kind": o.kind,
+            "weight": float(o.weight),
             "stated_rtol": o.rtol,
             "spread": s,
             "rtol": derived_rtol(check.key, o, s),
@@ -179,19 +228,22 @@ def check_data(check: Check, cases: list[dict], spreads: list[float], points: fl
         for o, s in zip(check.outputs, spreads, strict=True)
     ]
     problems = tolerance_problems(check.key, outputs, cases)
+    problems += [f"public {p}" for p in tolerance_problems(check.key, outputs, public)]
     if problems:
         raise ToleranceError(
             f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  " + "\n  ".join(problems)
         )
-    return {
+    _disjoint(check.key, cases, public)
+    common = {
         "points": points,
-        "outputs": outputs,
+        **convention,
         "messages": {
             **{name: m.message for name, m in sorted(check.mistakes.items())},
             **({NONFINITE: check.nonfinite_hint} if check.nonfinite_hint else {}),
         },
-        "cases": cases,
     }
+    shown = [{k: o[k] for k in ("label", "kind", "weight", "rtol", "atol")} for o in outputs]
+    return {**common, "outputs": outputs, "cases": cases}, {**common, "outputs": shown, "cases": public}
 
 
 def stored_spread(check: Check, n_cases: int, data_dir: Path = DATA_DIR) -> list[float] | None:
@@ -210,8 +262,12 @@ def stored_spread(check: Check, n_cases: int, data_dir: Path = DATA_DIR) -> list
 
 
 def inputs_only(data: dict) -> dict:
-    """``{check name: [inputs of each case]}``: what the grading kernel may see of ``data``."""
-    return {name: [case["inputs"] for case in spec["cases"]] for name, spec in data.items()}
+    """``{check name: {"params": argument order, "cases": [inputs of each case]}}``: what the grading
+    kernel may see of ``data``."""
+    return {
+        name: {"params": spec["params"], "cases": [case["inputs"] for case in spec["cases"]]}
+        for name, spec in data.items()
+    }
 
 
 def serialise(data) -> str:
@@ -236,11 +292,13 @@ def regenerate(
     exercises=None,
     out_dir: Path = DATA_DIR,
     inputs_dir: Path = INPUTS_DIR,
+    public_dir: Path = PUBLIC_DIR,
     measure: bool = False,
     spread_from: Path = DATA_DIR,
     variants: dict | None = None,
 ) -> list[Path]:
-    """Write ``<exercise>.json`` (data and inputs) for the given exercises (all by default); returns the data paths.
+    """Write ``<exercise>.json`` (hidden data, hidden inputs, public checks) for the given exercises (all
+    by default); returns the data paths.
 
     Args:
         measure: measure the spread of correct answers for every check (minutes); otherwise keep the
@@ -255,8 +313,9 @@ def regenerate(
     chosen = sorted(exercises or by_exercise)
     checks = [check for exercise in chosen for check in by_exercise[exercise]]
     cases = {check.key: compute_cases(check) for check in checks}
+    public = {check.key: compute_cases(check, public=True) for check in checks}
     spreads = _spreads(checks, cases, measure, spread_from, variants)
-    data = {}
+    data, shipped = {}, {}
     for exercise in chosen:
         points = check_points(exercise)
         if points.keys() != {c.name for c in by_exercise[exercise]}:
@@ -264,16 +323,27 @@ def regenerate(
                 f"{exercise}: the graded cells grade {sorted(points)}, the spec declares "
                 f"{sorted(c.name for c in by_exercise[exercise])}"
             )
-        data[exercise] = {
-            c.name: check_data(c, cases[c.key], spreads[c.key], points[c.name]) for c in by_exercise[exercise]
+        entries = {
+            c.name: check_data(
+                c,
+                cases[c.key],
+                spreads[c.key],
+                points[c.name],
+                public[c.key],
+                call_convention(c, [*cases[c.key], *public[c.key]]),
+            )
+            for c in by_exercise[exercise]
         }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    inputs_dir.mkdir(parents=True, exist_ok=True)
+        data[exercise] = {name: hidden for name, (hidden, _) in entries.items()}
+        shipped[exercise] = {name: shown for name, (_, shown) in entries.items()}
+    for folder in (out_dir, inputs_dir, public_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     written = []
     for exercise in chosen:
         path = out_dir / f"{exercise}.json"
         path.write_text(serialise(data[exercise]), encoding="utf-8")
         (inputs_dir / path.name).write_text(serialise(inputs_only(data[exercise])), encoding="utf-8")
+        (public_dir / path.name).write_text(serialise(shipped[exercise]), encoding="utf-8")
         written.append(path)
     return written
 
@@ -340,12 +410,15 @@ def disagreements(committed: dict, fresh: dict) -> list[str]:
     for name, old in committed.items():
         new = fresh[name]
         strip = lambda outs: [{k: v for k, v in o.items() if k not in ("spread", "rtol")} for o in outs]  # noqa: E731
-        if (old["points"], old["messages"], strip(old["outputs"])) != (
-            new["points"],
-            new["messages"],
-            strip(new["outputs"]),
-        ):
-            problems.append(f"{name}: points, messages or output kinds differ")
+        fixed = lambda spec: (
+            spec["points"],
+            spec["messages"],
+            strip(spec["outputs"]),
+            spec["params"],
+            spec["signature"],
+        )  # noqa: E731
+        if fixed(old) != fixed(new):
+            problems.append(f"{name}: points, messages, output kinds or call convention differ")
             continue
         if len(old["cases"]) != len(new["cases"]):
             problems.append(f"{name}: {len(old['cases'])} cases != {len(new['cases'])}")

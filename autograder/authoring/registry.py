@@ -27,9 +27,10 @@ class Output:
     """One component of a student function's return value and how it is compared."""
 
     label: str  # Chinese name shown in feedback, e.g. "梯度"
-    kind: str = "exact"  # see autograder.verdict.compare.KINDS
+    kind: str = "exact"  # see course_check.compare.KINDS
     rtol: float | None = None  # overrides the kind's tolerance, e.g. a band justified by the reference run
     atol: float = 0.0  # absolute tolerance added to rtol * max|expected| (a stated band for near-zero references)
+    weight: float = 1.0  # its share of a case's points when it passes (partial credit: course_check.scoring)
     # The tolerance the verdict uses is derived from these and the measured spread of correct answers
     # across machines: autograder.authoring.regenerate.derived_rtol.
 
@@ -53,7 +54,11 @@ class Check:
 
     Attributes:
         name: the student function's name (the graded cell calls ``autograder.grade(exercise, name, fn)``).
-        cases: ``() -> [dict of keyword inputs]``; deterministic.
+        cases: ``() -> [dict of inputs]``; deterministic. The dict's order is the order the student's
+            function takes them (the template's ``def``; the generator checks it), random inputs come
+            from :func:`autograder.authoring.cases.case_rng`.
+        public_cases: the public cases, for a ``cases`` that draws nothing at random (default: ``cases``
+            drawn again with the public seeds, :func:`autograder.authoring.cases.drawing_public`).
         reference: ``reference(**inputs)`` -> value, or tuple of values matching ``outputs``.
         outputs: how each returned component is compared (one entry if not a tuple).
         mistakes: ``{mistake name: Mistake}``.
@@ -68,9 +73,12 @@ class Check:
     outputs: Sequence[Output] = (Output("结果"),)
     mistakes: Mapping[str, Mistake] = field(default_factory=dict)
     nonfinite_hint: str = ""
+    public_cases: Callable[[], Sequence[dict]] | None = None
     exercise: str = ""
 
     def __post_init__(self):
+        if any(o.weight <= 0 for o in self.outputs):
+            raise ValueError(f"check {self.name}: an output's weight must be positive")
         for name, mistake in self.mistakes.items():
             if not isinstance(mistake, Mistake):
                 raise TypeError(f"check {self.name}: mistake {name!r} must be a Mistake(message, fn)")

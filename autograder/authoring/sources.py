@@ -173,3 +173,51 @@ def setup_constants(exercise: str) -> dict[str, object]:
                 except (ValueError, TypeError, SyntaxError):  # computed, not a constant
                     pass
     return constants
+
+
+def _definitions(exercise: str, name: str) -> list[ast.FunctionDef]:
+    found = []
+    for source, meta in _cells(source_path(exercise)).values():
+        if meta["cell_type"] != "code" or not meta.get("solution"):
+            continue
+        text = "".join(line for line in source.splitlines(keepends=True) if line.strip() not in SOLUTION_MARKERS)
+        found += [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return found
+
+
+def defines(exercise: str, name: str) -> bool:
+    """Whether the notebook's solution cells define a function ``name``."""
+    return bool(_definitions(exercise, name))
+
+
+def template_signature(exercise: str, name: str) -> tuple[list[str], str]:
+    """``(parameter names, "name(a, b, c=1.0)")`` of the function ``name`` the notebook asks students to write.
+
+    The grader calls a student's function positionally in this order (course_check.calling), so a
+    student who renames a parameter keeps full marks; the text is what the feedback shows when a
+    submission takes other arguments. Read from the ``def`` in the notebook's solution cells.
+    """
+    found = _definitions(exercise, name)
+    if len(found) != 1:
+        raise ValueError(f"{exercise}: the solution cells define {name}() {len(found)} times, expected once")
+    args = found[0].args
+    if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg:
+        raise ValueError(f"{exercise}: {name}() must take plain positional parameters")
+    return [a.arg for a in args.args], f"{name}({ast.unparse(args)})"
+
+
+def graded_callable(exercise: str, name: str) -> str:
+    """The source of what the graded cell of check ``name`` hands to ``autograder.grade``: the student's
+    function itself (``"fd_grad"``) or an adapter around it (a lambda, a kernel-support wrapper)."""
+    for source, meta in _cells(source_path(exercise)).values():
+        if not (meta.get("grade") and meta["cell_type"] == "code"):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "autograder.grade"
+                and len(node.args) == 3
+                and ast.literal_eval(node.args[1]) == name
+            ):
+                return ast.unparse(node.args[2])
+    raise KeyError(f"{exercise}: no graded cell calls autograder.grade(..., {name!r}, fn)")

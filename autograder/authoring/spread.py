@@ -15,7 +15,7 @@ digits. The sources, and how one machine imitates them:
 :func:`measure` re-runs the reference of each check on its STORED hidden inputs (the ones the
 grading kernel reads) in one subprocess per variant of :data:`VARIANTS`, and returns per output the
 largest deviation from the values computed here, relative to the expected value's largest magnitude
-(the measure :func:`autograder.verdict.compare.compare` uses). The generator derives each stored
+(the measure :func:`course_check.compare.compare` uses). The generator derives each stored
 tolerance from it (:mod:`autograder.authoring.regenerate`).
 
 A variant is a subprocess because these settings are read once, when numpy, OpenBLAS and XLA start,
@@ -160,7 +160,7 @@ def perturbed(raw, rng, ulps: int):
 
 def _reference_values(check, raw_inputs, rng=None, ulps: int = 0) -> list:
     """The reference's value of each output on one stored case, as JSON-ready float64 lists."""
-    from autograder.kernel.capture import to_inputs
+    from course_check.calling import to_inputs
 
     if ulps:
         raw_inputs = perturbed(raw_inputs, rng, ulps)

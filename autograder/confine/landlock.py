@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: repository files a grading kernel needs besides course_lib (the capture side of autograder)
 KERNEL_READABLE = (
     "autograder/__init__.py",
-    "autograder/protocol.py",
+    "course_check",
     "autograder/kernel",
     "course_lib",
     "autograder/kernel_support/__init__.py",

@@ -97,6 +97,7 @@ def kernel_environment(scratch: Path, compile_cache: Path | None = None, cache_e
     for var in ("HOME", "TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
         env[var] = str(scratch)
     env["MPLBACKEND"] = "Agg"
+    env["S04_GRADING_KERNEL"] = "1"  # course_check.GRADING_KERNEL_ENV: public checks print one line, run nothing
     if compile_cache is not None:
         env.update(compile_cache_.jax_settings(compile_cache, cache_env))
     return env

@@ -60,6 +60,7 @@ PRELOAD = (
     "matplotlib",
     "matplotlib.pyplot",
     "course_lib",
+    "course_check",
     "autograder",
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",

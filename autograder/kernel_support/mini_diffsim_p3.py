@@ -49,20 +49,16 @@ def graded(name: str, student_fn):
     if name == "window_loss":
 
         def window(theta, x_starts, horizon, value):
-            loss, (terms, states) = student_fn(
-                theta, x_starts, int(horizon), step=task_step, terminal_value=terminal_value(value)
-            )
+            loss, (terms, states) = student_fn(theta, x_starts, int(horizon), task_step, terminal_value(value))
             return loss, terms, states
 
         return window
 
     def train(horizon, n_iterations, seed, value):
-        return student_fn(
-            int(horizon), int(n_iterations), int(seed), step=task_step, terminal_value=terminal_value(value)
-        )
+        return student_fn(int(horizon), int(n_iterations), int(seed), task_step, terminal_value(value))
 
     if name == "train":
         return train
     if name == "train_long":
-        return lambda **case: long_run_summary(train(**case))
+        return lambda horizon, n_iterations, seed, value: long_run_summary(train(horizon, n_iterations, seed, value))
     raise KeyError(f"no wiring for mini_diffsim_p3.{name}")

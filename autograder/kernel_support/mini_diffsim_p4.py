@@ -66,7 +66,7 @@ def graded(name: str, student_fn):
             def loss_fn(theta, x_starts, h):
                 return window_loss(theta, x_starts, h, task_step, terminal_value(value))
 
-            return student_fn(int(horizon), int(n_iterations), int(seed), loss_fn=loss_fn, force_fn=task_force)
+            return student_fn(int(horizon), int(n_iterations), int(seed), loss_fn, task_force)
 
         return panel
     raise KeyError(f"no wiring for mini_diffsim_p4.{name}")

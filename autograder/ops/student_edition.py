@@ -6,11 +6,12 @@ hit fails the command. Layout of ``_build/student-edition/``::
 
     README.md  LICENSE  requirements.txt  runtime.txt  .python-version
     course_lib/                      the library and its own pyproject.toml (pip install ./course_lib)
+    course_check/                    the public checks: scoring code, public cases, its own pyproject.toml
     book/<page>.md, book/<page>.ipynb  each page students read, and its notebook twin (Colab opens these)
     book/plotstyle.py, diagrams.py, fonts/   what the pages import
     exercises/<section>/<exercise>.ipynb     the release notebooks (autograder.authoring.student_copy)
 
-``requirements.txt`` is the one install file: ``./course_lib`` and the student lock
+``requirements.txt`` is the one install file: ``./course_lib``, ``./course_check`` and the student lock
 (``edition/requirements.lock``, ``make student-lock``). Binder (repo2docker) and ``pip install -r`` read it.
 """
 
@@ -121,17 +122,19 @@ def build_edition(
     lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
     (out / "requirements.txt").write_text(
         "# 学生版的安装文件（Binder 与 pip install -r requirements.txt 都读它）：课程库本身，以及每个依赖的确切版本\n"
-        "./course_lib\n" + lock,
+        "./course_lib\n./course_check\n" + lock,
         encoding="utf-8",
     )
     (out / "runtime.txt").write_text(f"python-{PYTHON_VERSION}\n", encoding="utf-8")
     (out / ".python-version").write_text(f"{PYTHON_VERSION}\n", encoding="utf-8")
     files += [out / "requirements.txt", out / "runtime.txt", out / ".python-version"]
 
-    library = root / "course_lib"
-    for src in sorted(library.rglob("*.py")) + [library / "pyproject.toml"]:
-        if "__pycache__" not in src.parts:
-            _copy(src, out / src.relative_to(root), files)
+    for package, data in (("course_lib", ()), ("course_check", ("public/*.json",))):
+        folder = root / package
+        shipped = [*folder.rglob("*.py"), folder / "pyproject.toml", *(p for g in data for p in folder.glob(g))]
+        for src in sorted(shipped):
+            if "__pycache__" not in src.parts:
+                _copy(src, out / src.relative_to(root), files)
 
     for helper in BOOK_HELPERS:
         _copy(root / helper, out / helper, files)

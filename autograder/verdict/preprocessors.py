@@ -2,7 +2,7 @@
 
 :class:`ExternalVerdict` runs after execution (:class:`autograder.confine.execute.SafeExecute`), in the
 nbgrader process. For every graded code cell it takes the results the kernel recorded
-(:mod:`autograder.kernel.capture`, format in :mod:`autograder.protocol`), scores them against the
+(:mod:`autograder.kernel.capture`, format in :mod:`course_check.protocol`), scores them against the
 reference data (:mod:`autograder.verdict.score`) and REPLACES the cell's outputs with the feedback and
 the score. Nothing the student's code printed or returned in that cell counts, and a cell without
 exactly one well-formed record scores zero.
@@ -15,7 +15,7 @@ import re
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.protocol import MIME, MalformedRecord
+from course_check.protocol import MIME, MalformedRecord
 from autograder.verdict.score import score
 
 

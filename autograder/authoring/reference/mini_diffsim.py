@@ -43,8 +43,6 @@ from autograder.kernel_support.mini_diffsim_common import (
     LR,
     TERMINAL_VALUES,
     ball_params,
-    decode,
-    encode,
     start_states,
     task_force,
     task_step,
@@ -54,6 +52,7 @@ from autograder.kernel_support.mini_diffsim_p2 import PLATEAU_TOL, find_plateau
 from autograder.kernel_support.mini_diffsim_p3 import LONG_PREFIX, SPIKE, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this assignment recognises ---------------------------------------------------------
@@ -107,22 +106,6 @@ def _as_f(*values):
 def _relerr(a, f):
     """The chapter's relative error |a - f| / max(1, |a|, |f|)."""
     return np.abs(a - f) / np.maximum(1.0, np.maximum(np.abs(a), np.abs(f)))
-
-
-def _by_name(fn):
-    return lambda **case: fn(**decode(case))
-
-
-def _named_check(name, cases, reference, outputs, mistakes=None):
-    """A Check whose hidden cases hold name codes: cases are encoded, reference and mistakes decode
-    (``mistakes``: ``{name: Mistake(message, fn)}``, each ``fn`` taking the decoded case)."""
-    return Check(
-        name,
-        lambda: [encode(c) for c in cases()],
-        reference=_by_name(reference),
-        outputs=outputs,
-        mistakes={k: Mistake(m.message, _by_name(m.fn)) for k, m in (mistakes or {}).items()},
-    )
 
 
 # ==================================================================================================
@@ -199,7 +182,7 @@ step_jacobians = _one_step_variant("AB")
 
 
 def _step_cases():
-    rng = np.random.default_rng(77_101)
+    rng = case_rng(77_101)
     cases = []
     for system, h in (("double_integrator", 0.1), ("pendulum", 0.05), ("pendulum", 0.2), ("double_integrator", 0.03)):
         x = np.array([rng.uniform(-2.0, 2.0), rng.uniform(-3.0, 3.0)]).round(5)
@@ -223,14 +206,14 @@ def _integrator_mistakes(what):
 
 
 _MINI_DIFFSIM_P1_CHECKS = (
-    _named_check(
+    Check(
         "next_states",
         _step_cases,
         reference=next_states,
         outputs=tuple(Output(f"{_LABELS[n]}的下一步状态") for n in INTEGRATOR_NAMES),
         mistakes=_integrator_mistakes("x"),
     ),
-    _named_check(
+    Check(
         "step_jacobians",
         _step_cases,
         reference=step_jacobians,
@@ -324,7 +307,7 @@ def _robust(case):
 
 
 def _check_cases():
-    rng = np.random.default_rng(77_102)
+    rng = case_rng(77_102)
     eps = np.logspace(-1, -8, 8)
     cases = []
     for system, integrator, h in (
@@ -350,12 +333,19 @@ def _check_cases():
 
 
 def _horizon_cases():
-    rng = np.random.default_rng(77_103)
+    rng = case_rng(77_103)
     cases = []
-    for system, integrator, h, n in (
-        ("pendulum", "rk4", 0.05, 40),
-        ("double_integrator", "semi_implicit_euler", 0.1, 25),
-        ("pendulum", "explicit_euler", 0.02, 60),
+    for system, integrator, h, n in case_value(
+        (
+            ("pendulum", "rk4", 0.05, 40),
+            ("double_integrator", "semi_implicit_euler", 0.1, 25),
+            ("pendulum", "explicit_euler", 0.02, 60),
+        ),
+        (
+            ("pendulum", "rk4", 0.04, 40),
+            ("double_integrator", "semi_implicit_euler", 0.08, 25),
+            ("pendulum", "explicit_euler", 0.025, 60),
+        ),
     ):
         cases.append(
             {
@@ -406,7 +396,7 @@ def grad_norm_horizon(system, integrator, x0, us, h):
 
 
 _MINI_DIFFSIM_P1_CHECKS += (
-    _named_check(
+    Check(
         "step_check",
         _check_cases,
         reference=step_check,
@@ -417,7 +407,7 @@ _MINI_DIFFSIM_P1_CHECKS += (
             "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _step_check_variant(stop_exclusive=True)),
         },
     ),
-    _named_check(
+    Check(
         "grad_norm_horizon",
         _horizon_cases,
         reference=grad_norm_horizon,
@@ -480,9 +470,12 @@ force_curves = _curves_variant()
 
 
 def _curve_cases():
-    rng = np.random.default_rng(77_201)
+    rng = case_rng(77_201)
     cases = []
-    for k, c, beta in ((800.0, 8.0, 300.0), (5000.0, 25.0, 1500.0), (20000.0, 4.0, 120.0)):
+    for k, c, beta in case_value(
+        ((800.0, 8.0, 300.0), (5000.0, 25.0, 1500.0), (20000.0, 4.0, 120.0)),
+        ((1200.0, 10.0, 400.0), (7000.0, 20.0, 1000.0)),
+    ):
         phi = np.sort(rng.uniform(-0.02, 0.01, 9)).round(6)  # one length: force_curves compiles once
         phi_dot = rng.uniform(-2.0, 2.0, 9).round(4)
         # away from the kinks, where jax.grad's tie conventions would decide: the onset phi = 0 and the clamps
@@ -561,39 +554,62 @@ SWEEP_H, SWEEP_STEPS = 0.002, 250
 
 
 def _sweep_cases():
-    return [
-        {
-            "law": "penalty",
-            "ks": np.array([200.0, 1500.0, 9000.0, 40000.0]),
-            "beta": 1.0,
-            "y0": 0.25,
-            "v0": -0.6,
-            "h": SWEEP_H,
-            "n_steps": SWEEP_STEPS,
-        },
-        {
-            "law": "softplus",
-            "ks": np.array([400.0, 3000.0, 25000.0]),
-            "beta": 400.0,
-            "y0": 0.15,
-            "v0": -1.1,
-            "h": SWEEP_H,
-            "n_steps": SWEEP_STEPS,
-        },
-        {
-            "law": "softplus",
-            "ks": np.array([600.0, 6000.0, 50000.0]),
-            "beta": 3000.0,
-            "y0": 0.3,
-            "v0": 0.2,
-            "h": SWEEP_H,
-            "n_steps": SWEEP_STEPS,
-        },
-    ]
+    return case_value(_SWEEP_HIDDEN, _SWEEP_PUBLIC)
+
+
+_SWEEP_PUBLIC = [
+    {
+        "law": "penalty",
+        "ks": np.array([300.0, 2500.0, 20000.0]),
+        "beta": 1.0,
+        "y0": 0.2,
+        "v0": -0.8,
+        "h": SWEEP_H,
+        "n_steps": SWEEP_STEPS,
+    },
+    {
+        "law": "softplus",
+        "ks": np.array([500.0, 5000.0, 30000.0]),
+        "beta": 1000.0,
+        "y0": 0.25,
+        "v0": -0.5,
+        "h": SWEEP_H,
+        "n_steps": SWEEP_STEPS,
+    },
+]
+_SWEEP_HIDDEN = [
+    {
+        "law": "penalty",
+        "ks": np.array([200.0, 1500.0, 9000.0, 40000.0]),
+        "beta": 1.0,
+        "y0": 0.25,
+        "v0": -0.6,
+        "h": SWEEP_H,
+        "n_steps": SWEEP_STEPS,
+    },
+    {
+        "law": "softplus",
+        "ks": np.array([400.0, 3000.0, 25000.0]),
+        "beta": 400.0,
+        "y0": 0.15,
+        "v0": -1.1,
+        "h": SWEEP_H,
+        "n_steps": SWEEP_STEPS,
+    },
+    {
+        "law": "softplus",
+        "ks": np.array([600.0, 6000.0, 50000.0]),
+        "beta": 3000.0,
+        "y0": 0.3,
+        "v0": 0.2,
+        "h": SWEEP_H,
+        "n_steps": SWEEP_STEPS,
+    },
+]
 
 
 _MINI_DIFFSIM_P2_CHECKS += (
-    _named_check(
+    Check(
         "contact_sweep",
         _sweep_cases,
         reference=contact_sweep,
@@ -633,7 +649,34 @@ BOUNDARY_FD_RTOL = 1e-6
 
 def _boundary_cases():
     eps = np.logspace(-1, -8, 8)
-    cases = [
+    cases = case_value(_boundary_hidden(eps), _boundary_public(eps))
+    for case in cases:  # every relative error is far from the threshold, so rounding cannot move the plateau
+        ad, fd, _ = boundary_check(**case)
+        assert _clear_of_threshold(_relerr(ad, fd)), case
+    return cases
+
+
+def _boundary_public(eps):
+    return [
+        {
+            "law": "penalty",
+            "x0": np.array([5e-4, -0.6]),
+            "beta": 1.0,
+            "direction": np.array([1.0, 0.2]),
+            "eps_list": eps,
+        },
+        {
+            "law": "softplus",
+            "x0": np.array([-3e-3, -0.4]),
+            "beta": 500.0,
+            "direction": np.array([0.9, 0.3]),
+            "eps_list": eps,
+        },
+    ]
+
+
+def _boundary_hidden(eps):
+    return [
         {
             "law": "penalty",
             "x0": np.array([3e-4, -0.8]),
@@ -663,14 +706,10 @@ def _boundary_cases():
             "eps_list": eps,
         },
     ]
-    for case in cases:  # every relative error is far from the threshold, so rounding cannot move the plateau
-        ad, fd, _ = boundary_check(**case)
-        assert _clear_of_threshold(_relerr(ad, fd)), case
-    return cases
 
 
 _MINI_DIFFSIM_P2_CHECKS += (
-    _named_check(
+    Check(
         "boundary_check",
         _boundary_cases,
         reference=boundary_check,
@@ -720,7 +759,7 @@ def _loss_variant(variant=None):
 
 
 def _loss_cases():
-    rng = np.random.default_rng(77_301)
+    rng = case_rng(77_301)
     cases = []
     for horizon, value in ((8, "hidden"), (16, "zero"), (32, "hidden")):
         theta = np.array([rng.uniform(-20.0, 5.0), rng.uniform(-4.0, 0.0), rng.uniform(0.0, 12.0)]).round(4)
@@ -742,7 +781,7 @@ def _loss_cases():
 WINDOW_RTOL = 1e-7
 
 _MINI_DIFFSIM_P3_CHECKS = (
-    _named_check(
+    Check(
         "window_loss",
         _loss_cases,
         reference=_loss_variant(),
@@ -811,14 +850,15 @@ def _train_variant(loss_variant=None, clip_on=True, record="raw"):
 #: catalogued mistake by more than 0.2. The band 1e-6 accepts faithful implementations and nothing else.
 #: h = 32 is kept short because its training is chaotic once the contact spikes begin: the same
 #: perturbation grows to 2e-11 after 8 and 4e-8 after 12 iterations (to 0.2 after 25, see _LONG_RUN).
-_TRAIN_CASES = ((8, 12, 3), (16, 12, 5), (32, 5, 14))
+_TRAIN_CASES = ((8, 12, 3, "hidden"), (16, 12, 5, "hidden"), (32, 5, 14, "hidden"))
+_TRAIN_PUBLIC = ((8, 6, 31, "public"), (16, 5, 32, "public"))
 TRAIN_RTOL = 1e-6
 
 
 def _train_cases():
     cases = []
-    for horizon, n, seed in _TRAIN_CASES:
-        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": "hidden"}
+    for horizon, n, seed, value in case_value(_TRAIN_CASES, _TRAIN_PUBLIC):
+        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": value}
         norms, used, losses, evals = _train_variant()(**case)
         assert np.all(np.isfinite(norms)) and np.all(np.isfinite(losses)) and evals[1] < evals[0], case
         cases.append(case)
@@ -826,7 +866,7 @@ def _train_cases():
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
-    _named_check(
+    Check(
         "train",
         _train_cases,
         reference=_train_variant(),
@@ -855,6 +895,7 @@ _MINI_DIFFSIM_P3_CHECKS += (
 #: spike above 260, but at other seeds the evaluation loss rose for some perturbations (up to 1.64 times),
 #: so the seed matters; without clipping this run (like most) ends in NaN.
 _LONG_RUN = {"horizon": 32, "n_iterations": 25, "seed": 28, "value": "hidden"}
+_LONG_PUBLIC = {"horizon": 32, "n_iterations": 25, "seed": 41, "value": "public"}
 
 
 def _long_variant(**variant):
@@ -862,12 +903,13 @@ def _long_variant(**variant):
 
 
 def _long_run_cases():
-    assert [int(f) for f in _long_variant()(**_LONG_RUN)[1:]] == [1, 1, 1, 1]
-    return [_LONG_RUN]
+    run = case_value(_LONG_RUN, _LONG_PUBLIC)
+    assert [int(f) for f in _long_variant()(**run)[1:]] == [1, 1, 1, 1]
+    return [run]
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
-    _named_check(
+    Check(
         "train_long",
         _long_run_cases,
         reference=_long_variant(),
@@ -951,7 +993,8 @@ def _panel_variant(variant=None):
 #: far above rounding; most seeds have none at h = 16 with this terminal value, and then the column is
 #: rounding-dominated truncation error (~1e-6) that no band can compare robustly. h = 32 is kept to three
 #: iterations because its training is chaotic (see _TRAIN_CASES).
-_PANEL_CASES = ((16, 8, 101), (32, 3, 101))
+_PANEL_CASES = ((16, 8, 101, "hidden"), (32, 3, 101, "hidden"))
+_PANEL_PUBLIC = ((16, 5, 167, "public"),)
 
 #: Bands of the panel, measured on the hidden runs: perturbing every step of the dynamics by one ulp
 #: (three sign patterns) moves the first five columns by at most 2e-13 (h = 16) and 4e-12 (h = 32; 2e-8
@@ -966,8 +1009,8 @@ PANEL_FD_RTOL = 1e-4
 
 def _panel_cases():
     cases = []
-    for horizon, n, seed in _PANEL_CASES:
-        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": "hidden"}
+    for horizon, n, seed, value in case_value(_PANEL_CASES, _PANEL_PUBLIC):
+        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": value}
         rows = _panel_variant()(**case)
         assert all(np.all(np.isfinite(r)) for r in rows)
         assert np.max(rows[5]) > 0.1 and np.max(rows[2]) > 0, case  # a kink is straddled, contact happens
@@ -976,7 +1019,7 @@ def _panel_cases():
 
 
 _MINI_DIFFSIM_P4_CHECKS = (
-    _named_check(
+    Check(
         "panel_data",
         _panel_cases,
         reference=_panel_variant(),

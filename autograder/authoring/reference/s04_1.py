@@ -10,6 +10,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 ROLLOUTS_N = "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。"
@@ -50,7 +51,7 @@ def fd_grad(u, dt, eps=1e-6, scheme="central"):
 
 
 def _cases():
-    rng = np.random.default_rng(104_101)
+    rng = case_rng(104_101)
     return [{"u": rng.normal(size=n).round(6), "dt": dt} for n, dt in ((7, 0.05), (23, 0.1), (40, 0.02))]
 
 
@@ -189,7 +190,7 @@ def _measure(p_true, us, x0, rng):
 
 
 def _fb_sim_cases():
-    rng = np.random.default_rng(104_102)
+    rng = case_rng(104_102)
     cases = []
     for n, x0 in ((50, (0.1, -0.2)), (120, (0.0, 0.0)), (200, (-0.3, 0.5))):
         p = rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6)
@@ -198,7 +199,7 @@ def _fb_sim_cases():
 
 
 def _fb_sysid_cases():
-    rng = np.random.default_rng(104_103)
+    rng = case_rng(104_103)
     cases = []
     for n, x0 in ((50, (0.2, 0.3)), (120, (0.0, 0.0)), (200, (-0.1, -0.4))):
         p_true = rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6)
@@ -210,7 +211,7 @@ def _fb_sysid_cases():
 
 
 def _fb_rank_cases():
-    rng = np.random.default_rng(104_104)
+    rng = case_rng(104_104)
     p1, p2, p3, p4 = (rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6) for _ in range(4))
     v1 = -0.6  # constant velocity: the force that exactly balances friction at v1
     u1 = p1[1] * v1 + p1[2] * np.tanh(v1 / FB_V_SMOOTH)

@@ -18,6 +18,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -75,7 +76,7 @@ def _ab_exact(dt):
 
 
 def _ex1_cases():
-    rng = np.random.default_rng(204_201)
+    rng = case_rng(204_201)
     return [
         {"dt": float(round(dt, 4))} for dt in (rng.uniform(0.02, 0.06), rng.uniform(0.12, 0.2), rng.uniform(0.3, 0.5))
     ]
@@ -172,13 +173,13 @@ def _power_sensitivity(shift, ab=lipm_ab):
 
 
 def _ex2_ab_cases():
-    rng = np.random.default_rng(204_202)
+    rng = case_rng(204_202)
     heights = rng.uniform(0.45, 1.3, size=3).round(3)
     return [{"h_com": float(h), "dt": dt} for h, dt in zip(heights, (0.05, 0.012, 0.08))]
 
 
 def _ex2_sens_cases():
-    rng = np.random.default_rng(204_203)
+    rng = case_rng(204_203)
     heights = rng.uniform(0.45, 1.3, size=4).round(3)
     return [
         {"h_com": float(h), "dt": dt, "N": n} for h, dt, n in zip(heights, (0.03, 0.01, 0.02, 0.05), (1, 37, 64, 9))
@@ -276,14 +277,21 @@ def cumulative_grad_norms(As, Bs):
     return np.array(out)
 
 
-@functools.lru_cache(maxsize=None)
 def _ex3_rollouts():
-    rng = np.random.default_rng(204_204)
-    specs = [
-        ((np.pi - 5e-4, 0.0), 0.025, 70, None),
-        ((np.pi + 3e-4, -1e-3), 0.02, 110, None),
-        ((2.4, 0.5), 0.03, 40, 0.5 * rng.normal(size=40)),
-    ]
+    return _rollouts_of(case_value(False, True))
+
+
+@functools.lru_cache(maxsize=None)
+def _rollouts_of(public):
+    rng = case_rng(204_204)
+    specs = case_value(
+        [
+            ((np.pi - 5e-4, 0.0), 0.025, 70, None),
+            ((np.pi + 3e-4, -1e-3), 0.02, 110, None),
+            ((2.4, 0.5), 0.03, 40, 0.5 * rng.normal(size=40)),
+        ],
+        [((np.pi - 8e-4, 1e-3), 0.03, 60, None), ((2.0, -0.4), 0.035, 35, 0.5 * rng.normal(size=35))],
+    )
     out = []
     for x0, dt, n, us in specs:
         xs, us = pendulum_rollout(x0, dt, n, us)

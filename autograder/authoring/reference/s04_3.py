@@ -17,6 +17,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -107,7 +108,7 @@ def stability_mask(z_re, z_im):
 
 
 def _amp_cases():
-    rng = np.random.default_rng(403_101)
+    rng = case_rng(403_101)
     cases = []
     for n in (4, 6, 5):
         h = rng.uniform(0.005, 0.2, size=n)
@@ -131,10 +132,11 @@ def _safe_points(rng, n, re_range, im_range):
 
 
 def _mask_cases():
-    rng = np.random.default_rng(403_102)
+    rng = case_rng(403_102)
     plane = _safe_points(rng, 6 * 9, (-4.0, 2.5), (-3.0, 3.0)).reshape(6, 9)
     near_axis = _safe_points(rng, 8 * 5, (-3.0, 0.6), (-1.2, 1.2)).reshape(8, 5)
-    real_line = np.linspace(-3.3, 2.7, 17)  # avoids the real-axis boundaries -2, 0, 2 and the pole 1
+    # avoids the real-axis boundaries -2, 0, 2 and the pole 1
+    real_line = case_value(np.linspace(-3.3, 2.7, 17), np.linspace(-3.25, 2.75, 13))
     cases = [
         {"z_re": plane.real, "z_im": plane.imag},
         {"z_re": real_line, "z_im": np.zeros_like(real_line)},
@@ -346,7 +348,7 @@ def grad_norm_sweep(x0, h, n_steps, ks):
 
 
 def _step_cases():
-    rng = np.random.default_rng(403_201)
+    rng = case_rng(403_201)
     return [
         {"x": rng.normal(size=4).round(6), "h": h, "k": k}
         for h, k in ((0.01, 3.0), (0.05, 50.0), (0.1, 400.0), (0.02, 1200.0))
@@ -354,7 +356,7 @@ def _step_cases():
 
 
 def _energy_cases():
-    rng = np.random.default_rng(403_202)
+    rng = case_rng(403_202)
     return [
         {"x0": rng.normal(size=4).round(6), "h": h, "k": k, "n_steps": n}
         for h, k, n in ((0.05, 5.0, 23), (0.02, 300.0, 40), (0.1, 60.0, 17))
@@ -362,7 +364,7 @@ def _energy_cases():
 
 
 def _grad_cases():
-    rng = np.random.default_rng(403_203)
+    rng = case_rng(403_203)
     return [
         {"x0": rng.normal(size=4).round(6), "h": h, "n_steps": n, "ks": np.asarray(ks, dtype=np.float64)}
         for h, n, ks in (

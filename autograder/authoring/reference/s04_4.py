@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -184,7 +185,7 @@ def _dv_variant(kind):
 
 def _ball_cases():
     """Six states: impacts while falling, an impact after rising within the step, two flights; no rest."""
-    rng = np.random.default_rng(404_101)
+    rng = case_rng(404_101)
     specs = [  # (mode wanted, y range, v range, h, g, e range)
         (1, (0.005, 0.05), (-3.0, -0.6), 0.05, 9.81, (0.55, 0.95)),
         (0, (0.3, 1.0), (0.2, 2.0), 0.02, 9.81, (0.5, 0.9)),
@@ -280,7 +281,7 @@ def soft_step_grad(z, alpha):
 def _soft_cases():
     """Five (z, alpha): alpha from 0.5 to 2000; every z set has a point near the step (|alpha z| < 1), so the
     reference's magnitude is the bump's, and the two largest alphas reach |alpha z| of 750 and 1000."""
-    rng = np.random.default_rng(404_201)
+    rng = case_rng(404_201)
     cases = []
     for alpha, z_max, n in ((0.5, 6.0, 7), (4.0, 1.5, 8), (30.0, 0.4, 9), (250.0, 3.0, 9), (2000.0, 0.5, 10)):
         z = rng.uniform(-z_max, z_max, size=n)
@@ -428,12 +429,21 @@ _HIDDEN_ROLLOUT = dict(
 #: in the air; wall touched (sliding); wall sticking; last wall step before release (gradient spike);
 #: floor landing (sliding); floor sticking
 _HIDDEN_STEPS = (10, 31, 32, 34, 97, 98)
+#: the public cases: other pushes and friction coefficients; the same steps show the same modes
+_PUBLIC_ROLLOUT = {
+    **_HIDDEN_ROLLOUT,
+    "floor_friction": 0.5,
+    "wall_friction": 0.3,
+    "x0": (0.55, 0.45, 2.4, 0.52),
+    "pushes": ((6.5, 35), (-9.5, 45), (4.5, 60)),
+}
 
 
 def _log_cases():
-    run = box_wall_log_data(**_HIDDEN_ROLLOUT)
-    rec, h = run["record"], _HIDDEN_ROLLOUT["h"]
-    mu = np.array([_HIDDEN_ROLLOUT["floor_friction"], _HIDDEN_ROLLOUT["wall_friction"]])
+    rollout = case_value(_HIDDEN_ROLLOUT, _PUBLIC_ROLLOUT)
+    run = box_wall_log_data(**rollout)
+    rec, h = run["record"], rollout["h"]
+    mu = np.array([rollout["floor_friction"], rollout["wall_friction"]])
     cases = []
     for k in _HIDDEN_STEPS:
         p_n, p_t = rec.normal_force[k] * h, rec.tangential_force[k] * h

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
+from autograder.authoring.cases import case_rng
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -68,7 +69,7 @@ def _penalty_variant(side="penetration", slope_sign=-1.0, at_zero="quarter"):
 
 
 def _penalty_cases():
-    rng = np.random.default_rng(405_101)
+    rng = case_rng(405_101)
     cases = []
     for k, n in ((350.0, 6), (2.0e4, 7), (1234.5, 5)):
         phi = np.concatenate([rng.uniform(-0.05, 0.05, size=n).round(5), [0.0]])
@@ -151,7 +152,7 @@ def _softplus_variant(name):
 
 
 def _softplus_cases():
-    rng = np.random.default_rng(405_201)
+    rng = case_rng(405_201)
 
     def draw(width, n):
         return rng.uniform(-width, width, size=n).round(5)

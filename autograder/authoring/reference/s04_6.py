@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.kernel_support.s04_6_common import NO_CALLS, flags_as_codes
+from course_check.adapters import NO_CALLS, flags_as_codes
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -102,12 +103,12 @@ def _jac_x(rng):
 
 
 def _analytic_cases():
-    rng = np.random.default_rng(406_101)
+    rng = case_rng(406_101)
     return [{"x": _jac_x(rng)} for _ in range(4)]
 
 
 def _fd_cases():
-    rng = np.random.default_rng(406_102)
+    rng = case_rng(406_102)
     cases = [{"x": _jac_x(rng), "eps": eps} for eps in (1e-1, 1e-2, 3e-3)]
     for case in cases:
         ref = fd_jacobian(**case)
@@ -244,7 +245,7 @@ ROWS_RTOL = 1e-8
 
 
 def _direction_cases():
-    rng = np.random.default_rng(406_201)
+    rng = case_rng(406_201)
     cases = []
     for eps, scale in ((1e-3, 1.0), (1e-4, 2.0), (2e-3, 0.5)):
         cases.append(
@@ -417,14 +418,22 @@ def _generic(rng, n, low, high, eps):
 
 
 def _disagreement_cases():
-    rng = np.random.default_rng(406_301)
+    rng = case_rng(406_301)
     tol = 1e-4
-    specs = [  # (eps, generic points in [low, high), points placed within eps of a boundary)
-        (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),  # a rounding boundary
-        (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),  # the contact onset and a contact point
-        (1e-5, (2, 0.005, 0.1), (0.03 - 3e-6, -F_MAX / K + 4e-6)),  # the argmin switch, the clip saturation
-        (1e-6, (3, 0.0, 0.12), (-0.0412,)),  # deep contact only
-    ]
+    specs = case_value(  # (eps, generic points in [low, high), points placed within eps of a boundary)
+        [
+            (1e-6, (3, 0.0, 0.1), (CELL * 0.5 + 3e-7,)),  # a rounding boundary
+            (1e-6, (2, -0.06, 0.08), (4e-7, -0.0071)),  # the contact onset and a contact point
+            (1e-5, (2, 0.005, 0.1), (0.03 - 3e-6, -F_MAX / K + 4e-6)),  # the argmin switch, the clip saturation
+            (1e-6, (3, 0.0, 0.12), (-0.0412,)),  # deep contact only
+        ],
+        [
+            (1e-6, (3, 0.0, 0.1), (CELL * 1.5 + 2e-7,)),
+            (1e-6, (2, -0.06, 0.08), (3e-7, -0.0083)),
+            (1e-5, (2, 0.005, 0.1), (0.03 - 4e-6, -F_MAX / K + 3e-6)),
+            (1e-6, (3, 0.0, 0.12), (-0.0378,)),
+        ],
+    )
     cases = []
     for eps, (n, low, high), placed in specs:
         pts = np.array(_generic(rng, n, low, high, eps) + list(placed))

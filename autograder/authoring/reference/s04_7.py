@@ -22,6 +22,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -154,7 +155,7 @@ def _pend_pass_case(rng, n):
 
 
 def _pass_cases():
-    rng = np.random.default_rng(407_101)
+    rng = case_rng(407_101)
     return [
         _random_pass_case(rng, 7, 3, 2),
         _random_pass_case(rng, 19, 4, 2),
@@ -203,7 +204,7 @@ def _pend_variant(**switches):
 
 
 def _pend_cases():
-    rng = np.random.default_rng(407_102)
+    rng = case_rng(407_102)
     cases = []
     for n in (30, 30, 45):
         x0 = np.array([rng.uniform(-0.5, 2.8), rng.normal()]).round(5)
@@ -311,7 +312,7 @@ def grad_norms(A, B, x0, horizons):
 
 
 def _rollout_cases():
-    rng = np.random.default_rng(407_201)
+    rng = case_rng(407_201)
     out = []
     for nx, nu, h in ((2, 1, 9), (3, 2, 14), (4, 1, 6)):
         out.append(
@@ -342,7 +343,7 @@ _HIDDEN_HORIZONS = [8, 40, 160]
 
 
 def _grad_norm_cases():
-    rng = np.random.default_rng(407_202)
+    rng = case_rng(407_202)
     a_stable, b_stable = _discrete_oscillator(2.3, 0.08, 0.1)  # spectral radius ~0.98
     dt = 0.07
     a_marginal, b_marginal = (
@@ -550,7 +551,7 @@ _THETA_STAR = np.array([0.24, -1.11, 0.24])  # near what cl.shac_train learns on
 
 
 def _window_cases():
-    rng = np.random.default_rng(407_301)
+    rng = case_rng(407_301)
     return [
         {
             "theta": (_THETA_STAR + 0.3 * rng.normal(size=3)).round(5),
@@ -562,7 +563,7 @@ def _window_cases():
 
 
 def _truncated_cases():
-    rng = np.random.default_rng(407_302)
+    rng = case_rng(407_302)
     out = []
     for h, n_windows in ((6, 3), (6, 3), (10, 2)):  # two (h, n_windows) pairs: two compiles when graded
         out.append(

@@ -29,6 +29,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -209,8 +210,8 @@ def _di_variant(**kw):
 
 
 def _di_points(seed, n):
-    """Hidden points (U, direction); the last one has a small directional derivative (|ad| < 1)."""
-    rng = np.random.default_rng(seed)
+    """Case points (U, direction); the last one has a small directional derivative (|ad| < 1)."""
+    rng = case_rng(seed)
     out = []
     for i in range(n):
         U = rng.normal(size=(DI_N, 1)).round(6)
@@ -226,10 +227,9 @@ def _di_points(seed, n):
 
 
 def _di_sweep_cases():
-    eps_lists = (
-        [0.1, 0.03, 0.01, 0.003, 0.001],
-        [0.05, 0.02, 0.005, 0.002, 0.0005, 0.0002],
-        [0.1, 0.01, 0.001, 0.0001],
+    eps_lists = case_value(
+        ([0.1, 0.03, 0.01, 0.003, 0.001], [0.05, 0.02, 0.005, 0.002, 0.0005, 0.0002], [0.1, 0.01, 0.001, 0.0001]),
+        ([0.08, 0.02, 0.008, 0.002], [0.06, 0.015, 0.004, 0.001, 0.0003], [0.2, 0.02, 0.002, 0.0002]),
     )
     cases = []
     for (U, d), eps in zip(_di_points(408_101, 3), eps_lists):
@@ -252,15 +252,26 @@ def _plateau_cases():
     for U, d in _di_points(408_102, 2):
         tables.append(directional_sweep(U, d, EPS_TABLE)[2])
     cases = [{"relerr": tables[0], "tol": TOL}, {"relerr": tables[1], "tol": 1e-9}]
-    cases += [
-        {
-            "relerr": np.array([3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5]),
-            "tol": TOL,
-        },  # runs of 2 and 3
-        {"relerr": np.array([2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5]), "tol": 1e-7},  # two runs of 2: the first
-        {"relerr": np.array([0.3, 0.1, 0.05, 0.2, 0.4, 0.6]), "tol": TOL},  # nothing passes
-        {"relerr": np.array([5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9]), "tol": TOL},  # the run reaches the end
-    ]
+    cases += case_value(
+        [
+            {
+                "relerr": np.array([3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5]),
+                "tol": TOL,
+            },  # runs of 2 and 3
+            {
+                "relerr": np.array([2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5]),
+                "tol": 1e-7,
+            },  # two runs of 2: the first
+            {"relerr": np.array([0.3, 0.1, 0.05, 0.2, 0.4, 0.6]), "tol": TOL},  # nothing passes
+            {"relerr": np.array([5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9]), "tol": TOL},  # the run reaches the end
+        ],
+        [  # the same four patterns with other numbers
+            {"relerr": np.array([1e-2, 6e-5, 8e-7, 4e-7, 3e-6, 9e-7, 2e-7, 5e-7, 7e-5]), "tol": TOL},
+            {"relerr": np.array([7e-4, 6e-8, 4e-8, 2e-6, 5e-8, 9e-8, 4e-5]), "tol": 1e-7},
+            {"relerr": np.array([0.5, 0.2, 0.08, 0.09, 0.3]), "tol": TOL},
+            {"relerr": np.array([8e-2, 3e-4, 6e-6, 5e-8, 2e-8, 6e-9]), "tol": TOL},
+        ],
+    )
     return cases
 
 
@@ -361,8 +372,8 @@ def _starts_variant(pick):
 
 
 def _ball_points(seed, n):
-    rng = np.random.default_rng(seed)
-    lengths = np.random.default_rng(seed + 1).uniform(0.3, 3.0, size=n)  # not unit vectors: the sweep normalises
+    rng = case_rng(seed)
+    lengths = case_rng(seed + 1).uniform(0.3, 3.0, size=n)  # not unit vectors: the sweep normalises
     out = []
     for length in lengths:
         theta = np.array([rng.uniform(0.03, 0.08), rng.uniform(-1.4, -0.6)]).round(5)
@@ -551,7 +562,10 @@ def _assert_contacts_robust(pens, states):
 def _entry_cases():
     cases = [
         {"theta": np.array(t), "lr": lr, "max_norm": c}
-        for t, lr, c in (((3.1, -0.2), 0.04, 15.0), ((2.29, -0.45), 0.03, 10.0), ((2.0, 0.1), 0.05, 1.0))
+        for t, lr, c in case_value(
+            (((3.1, -0.2), 0.04, 15.0), ((2.29, -0.45), 0.03, 10.0), ((2.0, 0.1), 0.05, 1.0)),
+            (((3.4, -0.1), 0.035, 12.0), ((2.5, -0.3), 0.045, 8.0), ((1.8, 0.2), 0.04, 2.0)),
+        )
     ]
     for case in cases:
         _, _, pen, xs = _row(case["theta"], case["lr"], case["max_norm"])
@@ -562,7 +576,10 @@ def _entry_cases():
 def _train_cases():
     cases = [
         {"theta0": np.array(t), "lr": lr, "max_norm": c, "n_iters": n}
-        for t, lr, c, n in (((3.8, 0.0), 0.035, 20.0, 9), ((4.2, 0.1), 0.03, 25.0, 8), ((1.5, -0.3), 0.02, 5.0, 7))
+        for t, lr, c, n in case_value(
+            (((3.8, 0.0), 0.035, 20.0, 9), ((4.2, 0.1), 0.03, 25.0, 8), ((1.5, -0.3), 0.02, 5.0, 7)),
+            (((3.5, 0.05), 0.03, 18.0, 6), ((1.8, -0.2), 0.025, 6.0, 5)),
+        )
     ]
     for case in cases:
         _, pens, states = _train(**case)

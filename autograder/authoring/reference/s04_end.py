@@ -22,6 +22,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
+from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -159,8 +160,11 @@ def _numpy_final_q(m, b, k, q0, v0, h, n_steps, form="loop"):
     return q
 
 
+SD_PUBLIC_SEED = 40_951
+
+
 def _sd_cases():
-    rng = np.random.default_rng(40_901)
+    rng = case_rng(case_value(40_901, SD_PUBLIC_SEED))
     cases = []
     for h, n_steps, eps_list in (
         (0.01, 300, (0.3, 0.1, 0.03, 0.01, 0.003, 0.001)),
@@ -285,36 +289,57 @@ PENALTY_FD_RTOL = 1e-9
 
 
 def _penalty_cases():
-    cases = [
-        {
-            "y0s": np.array([-3.2e-3, -4.5e-4, -6e-5, 7e-5, 5.5e-4, 2.7e-3]),
-            "v0": -1.3,
-            "eps_list": np.array([1e-2, 1e-3, 1e-4, 1e-5]),
-            "h": 0.01,
-            "k": 2000.0,
-            "m": 1.0,
-        },
-        {
-            "y0s": np.array([-8e-3, -1.5e-3, 2.5e-4, 3.5e-3]),
-            "v0": -0.4,
-            "eps_list": np.array([3e-2, 5e-3, 5e-4, 2e-5]),
-            "h": 0.005,
-            "k": 6000.0,
-            "m": 2.0,
-        },
-        {
-            "y0s": np.array([-2.2e-4, 1.3e-4, 4e-4]),
-            "v0": 0.6,
-            "eps_list": np.array([1e-3, 3e-4, 1e-4, 3e-5]),
-            "h": 0.02,
-            "k": 800.0,
-            "m": 0.5,
-        },
-    ]
+    cases = case_value(_PENALTY_HIDDEN, _PENALTY_PUBLIC)
     for case in cases:  # no difference quotient samples exactly on the boundary
         shifted = case["y0s"][:, None, None] + np.array([-1, 1])[None, :, None] * case["eps_list"][None, None, :]
         assert np.min(np.abs(shifted)) > 1e-7 and np.min(np.abs(case["y0s"])) > 1e-7
     return cases
+
+
+_PENALTY_PUBLIC = [
+    {
+        "y0s": np.array([-2.5e-3, -3e-4, 9e-5, 4e-4, 2e-3]),
+        "v0": -1.0,
+        "eps_list": np.array([1e-2, 1e-3, 1e-4, 1e-5]),
+        "h": 0.012,
+        "k": 3000.0,
+        "m": 1.4,
+    },
+    {
+        "y0s": np.array([-5e-3, -6e-4, 3e-4, 2.4e-3]),
+        "v0": 0.5,
+        "eps_list": np.array([2e-2, 2e-3, 2e-4, 4e-5]),
+        "h": 0.007,
+        "k": 1500.0,
+        "m": 0.7,
+    },
+]
+_PENALTY_HIDDEN = [
+    {
+        "y0s": np.array([-3.2e-3, -4.5e-4, -6e-5, 7e-5, 5.5e-4, 2.7e-3]),
+        "v0": -1.3,
+        "eps_list": np.array([1e-2, 1e-3, 1e-4, 1e-5]),
+        "h": 0.01,
+        "k": 2000.0,
+        "m": 1.0,
+    },
+    {
+        "y0s": np.array([-8e-3, -1.5e-3, 2.5e-4, 3.5e-3]),
+        "v0": -0.4,
+        "eps_list": np.array([3e-2, 5e-3, 5e-4, 2e-5]),
+        "h": 0.005,
+        "k": 6000.0,
+        "m": 2.0,
+    },
+    {
+        "y0s": np.array([-2.2e-4, 1.3e-4, 4e-4]),
+        "v0": 0.6,
+        "eps_list": np.array([1e-3, 3e-4, 1e-4, 3e-5]),
+        "h": 0.02,
+        "k": 800.0,
+        "m": 0.5,
+    },
+]
 
 
 def _ad_cases():
@@ -448,7 +473,7 @@ step_log = _log_variant()
 
 def hop_controls(seed, n_steps, push_start, push_length, push_force):
     """Leg thrust with one push (N) plus noise, small hip torques: the controls of one rollout, (N, 2)."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(seed)
     k = np.arange(n_steps)
     thrust = np.where((k >= push_start) & (k < push_start + push_length), push_force, 0.0)
     thrust = thrust + rng.normal(0.0, 1.0, n_steps)

@@ -1,4 +1,7 @@
-"""Grading-side wrappers of S04.6's hidden cells (they run in the sandboxed kernel; no answers here).
+"""How a check calls a student's function when the notebook's own function is not called directly.
+
+Grading (the hidden cells, in the sandboxed kernel) and the public checks wrap the same way; nothing here
+answers a check. S04.6:
 
 ``count_loss_calls`` measures how many loss evaluations a student's ``directional_checks`` makes;
 ``boolean_as_codes`` turns the boolean answer of ``ad_fd_disagreement`` into non-zero codes, so the

@@ -1,0 +1,116 @@
+"""Scoring recorded results against a check's stored cases, with partial credit and feedback in Chinese.
+
+One function, :func:`score_results`, serves both places a student meets it: the verdict of grading
+(hidden cases, in the trusted nbgrader process: ``autograder/verdict/score.py``) and the public
+checks a student runs before the deadline (:func:`course_check.check`, public cases, in the student's
+own kernel). Same comparison, same messages, same partial credit.
+
+A check's spec (``autograder/data/<exercise>.json`` for hidden cases, ``course_check/public/`` for the
+public ones) holds ``points``, ``outputs`` (label, kind, tolerances, ``weight``), the catalogued
+mistakes' ``messages``, the call convention (``params``, ``signature``) and ``cases``.
+
+**Partial credit.** Each case is worth the same share of the points; within a case each output
+earns its ``weight`` (equal by default) when it passes. A case whose call failed earns nothing.
+Expected values are never printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from course_check.compare import compare
+from course_check.protocol import MalformedRecord, Unsupported, decode
+
+
+@dataclass(frozen=True)
+class Scored:
+    earned: float
+    points: float
+    feedback: str
+
+
+def _split(value, n):
+    if n == 1:
+        return [value]
+    if not isinstance(value, (tuple, list)) or len(value) != n:
+        return None
+    return list(value)
+
+
+def _call_problem(where: str, name: str, spec: dict, result) -> str | None:
+    """The feedback line of a case whose call did not return a value (``None`` when it did)."""
+    status = result.get("status") if isinstance(result, dict) else None
+    if status == "ok":
+        return None
+    if status == "not_callable":
+        return f"{where}：`{name}` 不是函数。"
+    if status == "not_implemented":
+        return f"{where}：`{name}` 还没有实现（抛出了 NotImplementedError）。"
+    if status == "arguments":
+        return (
+            f"{where}：`{name}` 接受的参数与题目模板不一致（{str(result.get('error'))[:200]}）。"
+            f"评分按模板的顺序、按位置传入参数：`{spec.get('signature', name)}`。参数可以改名，个数和顺序要保持。"
+        )
+    if status == "error":
+        return f"{where}：调用 `{name}` 时出错：{str(result.get('error'))[:300]}（第 {result.get('line')} 行）。"
+    raise MalformedRecord("unknown status")
+
+
+def _case(where: str, name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str]]:
+    """``(passed per output, feedback lines)`` of one case."""
+    outputs = spec["outputs"]
+    problem = _call_problem(where, name, spec, result)
+    if problem is not None:
+        return [False] * len(outputs), [problem]
+    parts = _split(decode(result.get("value")), len(outputs))
+    if parts is None:
+        labels = "、".join(o["label"] for o in outputs)
+        return [False] * len(outputs), [f"{where}：`{name}` 应返回 {len(outputs)} 个值（{labels}）。"]
+    passed, lines = [], []
+    for j, (output, got) in enumerate(zip(outputs, parts)):
+        if isinstance(got, Unsupported):
+            passed.append(False)
+            lines.append(f"{where}，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
+            continue
+        mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
+        # the tolerances are the output's, as stored by the generator; nothing in the record changes them
+        verdict = compare(
+            got,
+            case["expected"][j],
+            kind=output["kind"],
+            mistakes=mistakes,
+            rtol=output["rtol"],
+            messages=spec["messages"],
+            atol=output.get("atol", 0.0),
+        )
+        passed.append(verdict.passed)
+        if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case
+            same = any(line.endswith(verdict.message) for line in lines)
+            lines.append(f"{where}，{output['label']}：{'同上。' if same else verdict.message}")
+    return passed, lines
+
+
+def score_results(exercise: str, name: str, kind: str, spec: dict, results: list) -> Scored:
+    """Score ``results`` (one record per case of ``spec``, as :mod:`course_check.calling` writes them)
+    of check ``exercise.name``; ``kind`` names the cases in the feedback (``隐藏测试`` or ``公开测试``).
+
+    Raises :class:`MalformedRecord` when the results are not one well-formed record per case.
+    """
+    cases, outputs = spec["cases"], spec["outputs"]
+    if not isinstance(results, list) or len(results) != len(cases):
+        raise MalformedRecord(f"results for {len(cases)} cases expected")
+    weights = [float(o.get("weight", 1.0)) for o in outputs]
+    share, full, per_output, lines = 0.0, 0, [0] * len(outputs), []
+    for i, (case, result) in enumerate(zip(cases, results), start=1):
+        passed, case_lines = _case(f"{kind} {i}/{len(cases)}", name, spec, case, result)
+        share += sum(w for w, ok in zip(weights, passed) if ok) / sum(weights)
+        full += all(passed)
+        per_output = [n + ok for n, ok in zip(per_output, passed)]
+        lines += case_lines
+    points = float(spec["points"])
+    earned = round(points * share / len(cases), 6) if cases else 0.0
+    header = f"[{exercise}] {name}: 通过 {full}/{len(cases)} 个{kind}，得分 {earned:g}/{points:g}"
+    if len(outputs) > 1 and full < len(cases):
+        each = "，".join(f"{o['label']} {n}/{len(cases)}" for o, n in zip(outputs, per_output))
+        header += f"（部分得分：各项输出通过的测试数为 {each}）"
+    return Scored(earned, points, "\n".join([header, *lines]))
