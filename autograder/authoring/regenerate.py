@@ -396,6 +396,13 @@ def _numbers_agree(a, b, rtol: float) -> bool:
     return _distance_ratio(x, y, rtol, 0.0) <= 1.0 if rtol else np.array_equal(x, y, equal_nan=True)
 
 
+def _fixed(spec: dict) -> tuple:
+    """What a regeneration must reproduce exactly: points, messages, outputs (less the measured spread
+    and the tolerance it gives) and the call convention."""
+    outputs = [{k: v for k, v in o.items() if k not in ("spread", "rtol")} for o in spec["outputs"]]
+    return spec["points"], spec["messages"], outputs, spec["params"], spec["signature"]
+
+
 def disagreements(committed: dict, fresh: dict) -> list[str]:
     """Where a fresh regeneration of one exercise disagrees with the committed data, beyond rounding.
 
@@ -409,15 +416,7 @@ def disagreements(committed: dict, fresh: dict) -> list[str]:
         return [f"checks {sorted(committed)} != {sorted(fresh)}"]
     for name, old in committed.items():
         new = fresh[name]
-        strip = lambda outs: [{k: v for k, v in o.items() if k not in ("spread", "rtol")} for o in outs]  # noqa: E731
-        fixed = lambda spec: (
-            spec["points"],
-            spec["messages"],
-            strip(spec["outputs"]),
-            spec["params"],
-            spec["signature"],
-        )  # noqa: E731
-        if fixed(old) != fixed(new):
+        if _fixed(old) != _fixed(new):
             problems.append(f"{name}: points, messages, output kinds or call convention differ")
             continue
         if len(old["cases"]) != len(new["cases"]):
