@@ -17,6 +17,7 @@ from autograder.authoring import regenerate as data
 from autograder.authoring import sources
 from autograder.authoring.student_copy import student_notebook
 from autograder.kernel.capture import INPUTS_DIR
+from course_check import PUBLIC_DIR
 from autograder.verdict.data import load
 from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
 from autograder.authoring.registry import all_checks
@@ -78,19 +79,24 @@ def test_reference_data_regenerates_identically(section, tmp_path):
     exercises = sorted({c.exercise for c in all_checks().values() if c.exercise.startswith(f"{section}_")})
     if not exercises:
         pytest.skip(f"{section} has only written answers: no reference data")
-    fresh = data.regenerate(exercises, out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs")
+    fresh = data.regenerate(
+        exercises, out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs", public_dir=tmp_path / "public"
+    )
     for path in fresh:
-        committed = data.DATA_DIR / path.name
-        same = committed.read_bytes() == path.read_bytes() and (
-            (INPUTS_DIR / path.name).read_bytes() == (tmp_path / "inputs" / path.name).read_bytes()
-        )
-        if not same:
-            problems = data.disagreements(
-                json.loads(committed.read_text(encoding="utf-8")), json.loads(path.read_text(encoding="utf-8"))
+        for committed, written in (
+            (data.DATA_DIR / path.name, path),
+            (PUBLIC_DIR / path.name, tmp_path / "public" / path.name),  # the public checks students receive
+        ):
+            same = committed.read_bytes() == written.read_bytes() and (
+                (INPUTS_DIR / path.name).read_bytes() == (tmp_path / "inputs" / path.name).read_bytes()
             )
-            assert not problems, f"{committed} differs: run `python -m autograder regenerate`\n" + "\n".join(
-                problems[:20]
-            )
+            if not same:
+                problems = data.disagreements(
+                    json.loads(committed.read_text(encoding="utf-8")), json.loads(written.read_text(encoding="utf-8"))
+                )
+                assert not problems, f"{committed} differs: run `python -m autograder regenerate`\n" + "\n".join(
+                    problems[:20]
+                )
     committed_inputs = sorted(p.name for p in INPUTS_DIR.glob(f"{section}_*.json"))
     assert committed_inputs == sorted(p.name for p in fresh)  # no orphaned inputs
 
@@ -99,6 +105,7 @@ def test_no_orphaned_data_or_inputs():
     exercises = {c.exercise for c in all_checks().values()}
     assert {p.stem for p in INPUTS_DIR.glob("*.json")} == exercises
     assert {p.stem for p in data.DATA_DIR.glob("*.json")} == exercises
+    assert {p.stem for p in PUBLIC_DIR.glob("*.json")} == exercises
 
 
 def test_kernel_inputs_hold_no_expected_values():

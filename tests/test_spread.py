@@ -23,7 +23,9 @@ SMALL = "s04_2_ex1"
 def measured(tmp_path_factory):
     """``s04_2_ex1`` regenerated with its spread measured under every variant, in a scratch folder."""
     root = tmp_path_factory.mktemp("spread")
-    [path] = data.regenerate([SMALL], out_dir=root / "data", inputs_dir=root / "inputs", measure=True)
+    [path] = data.regenerate(
+        [SMALL], out_dir=root / "data", inputs_dir=root / "inputs", public_dir=root / "public", measure=True
+    )
     return root, json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -44,7 +46,11 @@ def test_a_plain_regeneration_keeps_the_stored_spread_and_measures_nothing(measu
         spread, "measure", lambda inputs, expected, variants=None: pytest.fail(f"measured {list(inputs)}")
     )
     [again] = data.regenerate(
-        [SMALL], out_dir=tmp_path / "data", inputs_dir=tmp_path / "inputs", spread_from=root / "data"
+        [SMALL],
+        out_dir=tmp_path / "data",
+        inputs_dir=tmp_path / "inputs",
+        public_dir=tmp_path / "public",
+        spread_from=root / "data",
     )
     assert again.read_bytes() == (root / "data" / again.name).read_bytes()  # deterministic on one machine
     assert (tmp_path / "inputs" / again.name).read_bytes() == (root / "inputs" / again.name).read_bytes()
@@ -58,7 +64,9 @@ def test_a_check_without_stored_spread_is_measured(monkeypatch, tmp_path):
         return {key: [0.0] * len(expected[key][0]) for key in inputs}
 
     monkeypatch.setattr(spread, "measure", fake_measure)
-    data.regenerate([SMALL], out_dir=tmp_path, inputs_dir=tmp_path, spread_from=tmp_path / "nothing-stored")
+    data.regenerate(
+        [SMALL], out_dir=tmp_path, inputs_dir=tmp_path, public_dir=tmp_path, spread_from=tmp_path / "nothing-stored"
+    )
     assert sorted(asked) == [f"{SMALL}.ab_explicit", f"{SMALL}.ab_semi_implicit"]
 
 

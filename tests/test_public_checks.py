@@ -1,0 +1,169 @@
+"""The public checks (course_check) a student runs before the deadline: the grader's machinery on public cases.
+
+Each notebook's ``public_checks`` cell is executed in-process, after the notebook's earlier cells with the
+reference solution, with each catalogued wrong answer, or with parameters renamed. Float64 throughout (the
+notebooks' setup cells call ``cl.enable_float64()``). What grading does with the same answers on the hidden
+cases is the section contract of tests/test_grading_pipeline.py; the renamed-parameter student graded by
+real nbgrader is in tests/test_classrun.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+from contextlib import redirect_stdout
+
+import jupytext
+import pytest
+
+import course_check
+from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.authoring.registry import exercises
+from autograder.authoring.sources import solution_cell, source_path
+from autograder.authoring.student_copy import student_notebook
+from course_check import GRADING_KERNEL_ENV, load_public, public_result
+
+pytestmark = pytest.mark.slow
+
+WITH_PUBLIC_CELL = sorted(e for e in exercises() if "public_checks" in source_path(e).read_text(encoding="utf-8"))
+
+
+def _gid(cell) -> str:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+
+
+def run_public_checks(exercise: str, answers: dict[str, str]) -> dict[str, course_check.Scored]:
+    """Execute the notebook up to and including its public-check cell, in this process.
+
+    ``answers``: ``{grade_id: source}`` of the solution cells handed in; the other solution cells stay as
+    released (blank). Returns ``{check name: what check() scored}``.
+    """
+    released = {_gid(c): c.source for c in student_notebook(source_path(exercise)).cells}
+    namespace: dict = {"__name__": "__main__"}
+    scored = {}
+
+    def recording_check(ex, name, fn):
+        scored[name] = public_result(ex, name, fn)
+
+    for cell in jupytext.read(source_path(exercise)).cells:
+        if cell.cell_type != "code":
+            continue
+        gid = _gid(cell)
+        source = answers.get(gid, released.get(gid, cell.source))
+        if gid == "public_checks":
+            original, course_check.check = course_check.check, recording_check
+            try:
+                exec(compile(source, f"{exercise}:{gid}", "exec"), namespace)
+            finally:
+                course_check.check = original
+            return scored
+        exec(compile(source, f"{exercise}:{gid}", "exec"), namespace)
+    raise AssertionError(f"{exercise} has no public_checks cell")
+
+
+def reference_answers(exercise: str) -> dict[str, str]:
+    nb = jupytext.read(source_path(exercise))
+    return {
+        _gid(c): solution_cell(exercise, _gid(c))
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    }
+
+
+def test_every_notebook_with_autograded_checks_has_a_public_cell_calling_each_check():
+    for exercise, spec in exercises().items():
+        if exercise.startswith(("mini_diffsim_p2", "mini_diffsim_p3", "mini_diffsim_p4")):
+            continue  # their graded calls go through kernel-side adapters students do not have (yet)
+        assert exercise in WITH_PUBLIC_CELL, exercise
+        text = source_path(exercise).read_text(encoding="utf-8")
+        for check in spec.checks:
+            assert f'check("{exercise}", "{check.name}", ' in text, (exercise, check.name)
+
+
+def test_public_cases_differ_from_the_hidden_ones_and_keep_the_call_convention():
+    for exercise, spec in exercises().items():
+        public = load_public(exercise)
+        hidden = json.loads(
+            (course_check.PUBLIC_DIR.parents[1] / "autograder" / "data" / f"{exercise}.json").read_text()
+        )
+        for check in spec.checks:
+            shown, kept = public[check.name], hidden[check.name]
+            assert shown["cases"], check.key
+            assert shown["params"] == kept["params"] and shown["signature"] == kept["signature"]
+            seen = {json.dumps(c["inputs"], sort_keys=True) for c in kept["cases"]}
+            assert not [c for c in shown["cases"] if json.dumps(c["inputs"], sort_keys=True) in seen], check.key
+            assert set(shown) == {"points", "params", "signature", "messages", "outputs", "cases"}
+
+
+@pytest.mark.parametrize("exercise", WITH_PUBLIC_CELL)
+def test_the_reference_earns_full_marks_through_check(exercise):
+    scored = run_public_checks(exercise, reference_answers(exercise))
+    assert set(scored) == {c.name for c in exercises()[exercise].checks}
+    for name, result in scored.items():
+        assert result.earned == result.points, result.feedback
+
+
+@pytest.mark.parametrize("exercise", [e for e in WITH_PUBLIC_CELL if WRONG_ANSWERS.get(e)])
+def test_every_wrong_answer_loses_points_through_check_with_the_graders_message(exercise):
+    for k, wrong in enumerate(WRONG_ANSWERS[exercise]):
+        scored = run_public_checks(exercise, wrong.cells)
+        earned = sum(s.earned for s in scored.values())
+        total = sum(s.points for s in scored.values())
+        feedback = "\n".join(s.feedback for s in scored.values())
+        assert earned < total, (k, feedback)
+        assert wrong.feedback_contains in feedback, (k, wrong.feedback_contains, feedback)
+
+
+class _Rename(ast.NodeTransformer):
+    """Renames every parameter of the top-level functions, and its uses inside them."""
+
+    def visit_FunctionDef(self, node):
+        names = {a.arg: f"{a.arg}_renamed" for a in node.args.args}
+        for a in node.args.args:
+            a.arg = names[a.arg]
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in names:
+                sub.id = names[sub.id]
+        return node
+
+
+def renamed(source: str) -> str:
+    tree = ast.parse(source)
+    tree.body = [_Rename().visit(n) if isinstance(n, ast.FunctionDef) else n for n in tree.body]
+    return ast.unparse(tree)
+
+
+def test_renamed_parameters_keep_full_marks_and_a_wrong_arity_names_the_template():
+    answers = {gid: renamed(src) for gid, src in reference_answers("s04_1_ex1").items()}
+    assert "u_renamed" in answers["fd_grad_answer"]
+    scored = run_public_checks("s04_1_ex1", answers)
+    assert all(s.earned == s.points for s in scored.values()), [s.feedback for s in scored.values()]
+
+    answers["analytic_grad_answer"] = "def analytic_grad(u):\n    return u\n"
+    feedback = run_public_checks("s04_1_ex1", answers)["analytic_grad"].feedback
+    assert "得分 0/3" in feedback and "analytic_grad(u, dt)" in feedback and "参数可以改名" in feedback
+
+
+def test_one_wrong_output_of_a_tuple_earns_partial_credit_and_says_which():
+    answers = reference_answers("s04_1_ex1")
+    answers["fd_grad_answer"] = answers["fd_grad_answer"].replace("calls += 2", "calls += 1")
+    result = run_public_checks("s04_1_ex1", answers)["fd_grad"]
+    assert 0 < result.earned < result.points
+    assert "中心差分梯度 3/3" in result.feedback and "仿真次数 0/3" in result.feedback
+    assert "只数了 N 次仿真" in result.feedback  # the catalogued mistake's message, as grading prints it
+
+
+def test_in_a_grading_kernel_check_prints_one_line_and_runs_nothing(monkeypatch):
+    monkeypatch.setenv(GRADING_KERNEL_ENV, "1")
+    calls = []
+    out = io.StringIO()
+    with redirect_stdout(out):
+        course_check.check("s04_1_ex1", "fd_grad", lambda *a: calls.append(a))
+    assert calls == [] and out.getvalue().count("\n") == 1 and "评分时不运行公开检查" in out.getvalue()
+
+
+def test_every_grading_kernel_has_the_variable_check_reads(tmp_path):
+    from autograder.confine.launcher import kernel_environment
+
+    assert kernel_environment(tmp_path)[GRADING_KERNEL_ENV] == "1"
