@@ -1,7 +1,12 @@
 """How a check calls a student's function when the notebook's own function is not called directly.
 
 Grading (the hidden cells, in the sandboxed kernel) and the public checks wrap the same way; nothing here
-answers a check. S04.6:
+answers a check.
+
+S04.5: ``kink_as_subgradient`` grades the slope of a penalty force at the kink phi = 0 as what it is: any
+value of the subdifferential [-k, 0] is right (jax.grad happens to give -k/4; other conventions are as valid).
+
+S04.6:
 
 ``count_loss_calls`` measures how many loss evaluations a student's ``directional_checks`` makes;
 ``boolean_as_codes`` turns the boolean answer of ``ad_fd_disagreement`` into non-zero codes, so the
@@ -51,5 +56,29 @@ def boolean_as_codes(student_fn):
             if flags.dtype == bool or (np.issubdtype(flags.dtype, np.integer) and np.isin(flags, (0, 1)).all()):
                 return result[0], flags_as_codes(flags)
         return result
+
+    return graded
+
+
+def kink_as_subgradient(student_fn):
+    """Wrap the student's ``penalty_contact(phi, k) -> (lam, slope)`` for grading: ``(lam, slope where
+    phi != 0 (0 at phi = 0), how far the slopes at phi = 0 lie outside [-k, 0], divided by k)``.
+
+    A result that is not a pair of arrays shaped like ``phi`` is passed on unchanged (grading reports it).
+    """
+
+    def graded(phi, k):
+        result = student_fn(phi, k)
+        try:
+            lam, slope = result
+            slope, phi_arr = np.asarray(slope, dtype=np.float64), np.asarray(phi, dtype=np.float64)
+        except (TypeError, ValueError):
+            return result
+        if slope.shape != phi_arr.shape:
+            return result
+        kink = phi_arr == 0
+        at_kink = slope[kink]
+        outside = np.maximum(at_kink, 0.0) + np.maximum(-k - at_kink, 0.0)
+        return lam, np.where(kink, 0.0, slope), np.max(outside, initial=0.0) / k
 
     return graded

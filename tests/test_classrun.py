@@ -24,7 +24,7 @@ import pytest
 from autograder.ops.classrun import fingerprint, grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.authoring.reference import WRONG_ANSWERS
-from autograder.ops.selftest import solution_sources, graded_cell_text, make_submission
+from autograder.ops.selftest import graded_cell_text, make_submission, renamed_parameters, solution_sources
 from autograder.ops.submission_lock import graded_alone
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
@@ -64,7 +64,10 @@ def _make_class(course: Path) -> None:
     release_nb = nbformat.read(course / "release" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     source_nb = nbformat.read(course / "source" / SECTION / f"{EXERCISE}.ipynb", as_version=4)
     notebooks = {
-        "honest": make_submission(release_nb, solution_sources(source_nb)),
+        # the reference with every parameter renamed: a correct answer written differently keeps full marks
+        "honest": make_submission(
+            release_nb, {gid: renamed_parameters(src) for gid, src in solution_sources(source_nb).items()}
+        ),
         "blank": make_submission(release_nb, {}),
         "wrong": make_submission(release_nb, WRONG_ANSWERS[EXERCISE][0].cells),
     }
@@ -116,7 +119,9 @@ def test_class_run_survives_malformed_notebooks(uninterrupted):
     honest, total = scores["honest"][EXERCISE]["auto"]
     assert honest == total > 0
     assert scores["blank"][EXERCISE]["auto"][0] == 0
-    assert scores["wrong"][EXERCISE]["auto"][0] < total
+    # fd_grad counts N rollouts (its gradient is right: 2 of 3 points, the weights of the spec) and
+    # analytic_grad has an off-by-one horizon (0 of 3): partial credit per output, through nbgrader
+    assert scores["wrong"][EXERCISE]["auto"] == (2.0, total)
     # metadata stripped: nbgrader recognises none of the graded cells, so the submission is graded with 0
     assert results["no-metadata"].status == "graded", results["no-metadata"].error
     assert scores["no-metadata"][EXERCISE]["auto"] == (0, total)

@@ -9,7 +9,6 @@ real nbgrader is in tests/test_classrun.py.
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 from contextlib import redirect_stdout
@@ -22,6 +21,7 @@ from autograder.authoring.reference import WRONG_ANSWERS
 from autograder.authoring.registry import exercises
 from autograder.authoring.sources import solution_cell, source_path
 from autograder.authoring.student_copy import student_notebook
+from autograder.ops.selftest import renamed_parameters
 from course_check import GRADING_KERNEL_ENV, load_public, public_result
 
 pytestmark = pytest.mark.slow
@@ -115,27 +115,8 @@ def test_every_wrong_answer_loses_points_through_check_with_the_graders_message(
         assert wrong.feedback_contains in feedback, (k, wrong.feedback_contains, feedback)
 
 
-class _Rename(ast.NodeTransformer):
-    """Renames every parameter of the top-level functions, and its uses inside them."""
-
-    def visit_FunctionDef(self, node):
-        names = {a.arg: f"{a.arg}_renamed" for a in node.args.args}
-        for a in node.args.args:
-            a.arg = names[a.arg]
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id in names:
-                sub.id = names[sub.id]
-        return node
-
-
-def renamed(source: str) -> str:
-    tree = ast.parse(source)
-    tree.body = [_Rename().visit(n) if isinstance(n, ast.FunctionDef) else n for n in tree.body]
-    return ast.unparse(tree)
-
-
 def test_renamed_parameters_keep_full_marks_and_a_wrong_arity_names_the_template():
-    answers = {gid: renamed(src) for gid, src in reference_answers("s04_1_ex1").items()}
+    answers = {gid: renamed_parameters(src) for gid, src in reference_answers("s04_1_ex1").items()}
     assert "u_renamed" in answers["fd_grad_answer"]
     scored = run_public_checks("s04_1_ex1", answers)
     assert all(s.earned == s.points for s in scored.values()), [s.feedback for s in scored.values()]

@@ -9,6 +9,8 @@ and reads scores from the gradebook and feedback from the autograded notebooks.
 
 from __future__ import annotations
 
+import ast
+
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -43,6 +45,29 @@ def reference_solutions(course_dir: Path, section: str) -> dict:
         p.stem: solution_sources(nbformat.read(p, as_version=4))
         for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
     }
+
+
+class _Rename(ast.NodeTransformer):
+    def visit_FunctionDef(self, node):
+        names = {a.arg: f"{a.arg}_renamed" for a in node.args.args}
+        for a in node.args.args:
+            a.arg = names[a.arg]
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in names:
+                sub.id = names[sub.id]
+        return node
+
+
+def renamed_parameters(source: str) -> str:
+    """A solution cell whose top-level functions have every parameter renamed (and its uses): a correct
+    answer written differently, which must keep full marks (grading calls positionally, course_check.calling).
+    A written answer (markdown) comes back unchanged."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    tree.body = [_Rename().visit(n) if isinstance(n, ast.FunctionDef) else n for n in tree.body]
+    return ast.unparse(tree)
 
 
 def make_submission(release_nb, replacements: dict):

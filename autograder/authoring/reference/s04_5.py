@@ -18,15 +18,14 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring.cases import case_rng
+from course_check.adapters import kink_as_subgradient
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
 S045_WRONG_SIDE = "结果与把力写成 k·max(0, φ) 的版本一致：力加在了 φ > 0（还没碰到、正在分离）的一侧。φ < 0 才表示穿透，穿透深度是 max(0, −φ)。"
 S045_SLOPE_SIGN = "φ < 0 处的导数是 +k：对 max(0, −φ) 求导时漏了链式法则里内层 −φ 的那个负号。穿透越深（φ 越小）力越大，所以 dλ/dφ = −k。"
-S045_ZERO_MINUS_K = "只有 φ = 0 处不对：你在 φ = 0 取了 −k（把边界归到了穿透一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。"
-S045_ZERO_ZERO = "只有 φ = 0 处不对：你在 φ = 0 取了 0（把边界归到了分离一侧）。本题约定 φ = 0 处取 −k/4，也就是 jax.grad 作用在 cl.penalty_force 上得到的值。"
-S045_ZERO_HALF = "只有 φ = 0 处不对：你取了 −k/2，这是 jax.grad 穿过“一个” jnp.maximum 时的平局约定。cl.penalty_force 里有两层 max（穿透深度 max(0, −φ) 和外层非负截断），每层在平局处各传一半斜率，合起来是 −k/4，本题按它约定。"
+S045_KINK_OUTSIDE = "φ = 0 处的导数不在次微分 [−k, 0] 里：折角处左导数是 −k、右导数是 0，可以返回这两个数之间的任何一个值（jax.grad 给出 −k/4），但不能是正数或比 −k 还小。正号多半是漏了内层 −φ 的负号。"
 S045_SOFTPLUS_ON_CLAMP = "结果与把 softplus 套在外层截断上的版本一致（cl.softplus_clamp_force：λ = sp_β(k·max(0, −φ))）。本题要替换的是穿透深度里的 max：λ = k·sp_β(−φ)（cl.softplus_penetration_force）。外层版本在 φ = 0 仍有折点，φ > 0 时还留着常数力 ln2/β，β 的单位也变成了 1/N。"
 S045_MISSING_INV_BETA = "结果约是参考值的 β 倍：softplus_β(z) = log(1 + e^{βz})/β，别漏了除以 β（求导时链式法则带出的 β 正好和它约掉，导数是 −k·σ(−βφ)）。"
 S045_SIGMOID_SIGN = (
@@ -45,27 +44,28 @@ _penalty_value_and_slope = jax.jit(jax.vmap(jax.value_and_grad(_penalty_scalar),
 
 
 def penalty_contact(phi, k):
-    """(lambda, d lambda / d phi) elementwise, by jax.grad of ``cl.penalty_force`` (shape of ``phi``)."""
+    """(lambda, d lambda / d phi) elementwise, by jax.grad of ``cl.penalty_force`` (shape of ``phi``; -k/4 at phi = 0)."""
     phi = np.asarray(phi, dtype=np.float64)
     lam, slope = _penalty_value_and_slope(jnp.asarray(phi.ravel()), float(k))
-    lam, slope = np.asarray(lam).reshape(phi.shape), np.asarray(slope).reshape(phi.shape)
-    # the closed form and the stated convention, as a guard against a silent library change
-    closed = np.where(phi < 0, -k, np.where(phi == 0, -k / 4, 0.0))
-    np.testing.assert_allclose(slope, closed, rtol=1e-14, atol=0)
-    np.testing.assert_allclose(lam, k * np.maximum(0.0, -phi), rtol=1e-14, atol=0)
-    return lam, slope
+    return np.asarray(lam).reshape(phi.shape), np.asarray(slope).reshape(phi.shape)
 
 
-def _penalty_variant(side="penetration", slope_sign=-1.0, at_zero="quarter"):
+def graded_penalty_contact(phi, k):
+    """What the graded cell compares: the reference through :func:`course_check.adapters.kink_as_subgradient`."""
+    return kink_as_subgradient(penalty_contact)(phi, k)
+
+
+def _penalty_variant(side="penetration", slope_sign=-1.0, at_zero=-0.25):
+    """A penalty force graded like the student's: the force on ``side``, slope ``slope_sign`` k, ``at_zero`` k at the kink."""
+
     def fn(phi, k):
         phi = np.asarray(phi, dtype=np.float64)
         inside = phi < 0 if side == "penetration" else phi > 0
         lam = k * np.where(inside, np.abs(phi), 0.0)
-        zero = {"quarter": -k / 4, "minus_k": -k, "zero": 0.0, "half": -k / 2}[at_zero]
-        slope = np.where(inside, slope_sign * k, np.where(phi == 0, zero, 0.0))
+        slope = np.where(inside, slope_sign * k, np.where(phi == 0, at_zero * k, 0.0))
         return lam, slope
 
-    return fn
+    return kink_as_subgradient(fn)
 
 
 def _penalty_cases():
@@ -85,14 +85,20 @@ _S04_5_EX1_CHECKS = (
     Check(
         "penalty_contact",
         _penalty_cases,
-        reference=penalty_contact,
-        outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
+        reference=graded_penalty_contact,
+        # at the kink any subgradient is right: the slope is compared where phi != 0, and at phi = 0 only
+        # its distance outside [-k, 0] (course_check.adapters.kink_as_subgradient)
+        outputs=(
+            Output("接触力 λ", "exact"),
+            Output("导数 dλ/dφ（φ ≠ 0 处）", "exact"),
+            Output("φ = 0 处的导数超出 [−k, 0] 的距离（除以 k）", "exact", atol=1e-12),
+        ),
         mistakes={
-            "s045_wrong_side": Mistake(S045_WRONG_SIDE, _penalty_variant(side="separation", slope_sign=1.0)),
-            "s045_slope_sign": Mistake(S045_SLOPE_SIGN, _penalty_variant(slope_sign=1.0)),
-            "s045_zero_minus_k": Mistake(S045_ZERO_MINUS_K, _penalty_variant(at_zero="minus_k")),
-            "s045_zero_zero": Mistake(S045_ZERO_ZERO, _penalty_variant(at_zero="zero")),
-            "s045_zero_half": Mistake(S045_ZERO_HALF, _penalty_variant(at_zero="half")),
+            "s045_wrong_side": Mistake(
+                S045_WRONG_SIDE, _penalty_variant(side="separation", slope_sign=1.0, at_zero=0.25)
+            ),
+            "s045_slope_sign": Mistake(S045_SLOPE_SIGN, _penalty_variant(slope_sign=1.0, at_zero=0.25)),
+            "s045_kink_outside": Mistake(S045_KINK_OUTSIDE, _penalty_variant(at_zero=0.25)),
         },
     ),
 )
@@ -204,9 +210,9 @@ EXERCISES = (
         _S04_5_EX1_CHECKS,
         wrong_answers=(
             WrongAnswer(
-                "φ = 0 处不对",
-                edits={  # the kink counted as penetrating: -k at phi = 0
-                    "penalty_answer": [("np.where(phi == 0, -0.25 * k, dlam)", "np.where(phi == 0, -k, dlam)")],
+                "次微分",
+                edits={  # a positive slope at the kink: outside the subdifferential [-k, 0]
+                    "penalty_answer": [("np.where(phi == 0, -0.25 * k, dlam)", "np.where(phi == 0, 0.25 * k, dlam)")],
                 },
             ),
             WrongAnswer(
