@@ -5,6 +5,7 @@ The notebook is the one place for points (its graded cells) and for the constant
 """
 
 import ast
+import re
 from pathlib import Path
 
 import jupytext
@@ -121,3 +122,15 @@ def test_every_mistake_carries_its_own_message():
                 assert any("\u4e00" <= ch <= "\u9fff" for ch in mistake.message), f"{check.key}: {name} is not Chinese"
     with pytest.raises(ValueError):
         Mistake("  ", lambda: 0)
+
+
+@pytest.mark.parametrize("md", sources.source_notebooks(), ids=lambda p: p.stem)
+def test_points_stated_in_the_text_are_the_points_awarded(md):
+    """A heading like 简答题（4 分，人工评分） or 第 1 题（2 分） states the points of the written answer after it."""
+    cells = jupytext.read(md).cells
+    for before, cell in zip(cells, cells[1:]):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+            stated = re.findall(r"（(\d+(?:\.\d+)?) 分[，）]", before.source)
+            if stated:
+                assert float(stated[-1]) == float(meta["points"]), (md.stem, meta["grade_id"], stated, meta["points"])
