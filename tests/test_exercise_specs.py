@@ -134,3 +134,17 @@ def test_points_stated_in_the_text_are_the_points_awarded(md):
             stated = re.findall(r"（(\d+(?:\.\d+)?) 分[，）]", before.source)
             if stated:
                 assert float(stated[-1]) == float(meta["points"]), (md.stem, meta["grade_id"], stated, meta["points"])
+
+
+def test_the_time_limits_students_read_are_the_ones_grading_applies():
+    from autograder.confine.limits import DEFAULT_LIMITS
+
+    config = (sources.COURSE_DIR / "nbgrader_config.py").read_text(encoding="utf-8")
+    cell_timeout = int(re.search(r"c\.Execute\.timeout = (\d+)", config).group(1))
+    stated = f"每个单元 {cell_timeout} 秒，一个笔记本的所有单元合计 {DEFAULT_LIMITS.notebook_budget_s:g} 秒，同一节的所有笔记本合计 {DEFAULT_LIMITS.submission_budget_s:g} 秒"
+    with_public_cell = [
+        md for md in sources.source_notebooks() if "public_checks_intro" in md.read_text(encoding="utf-8")
+    ]
+    assert len(with_public_cell) >= 29
+    for md in with_public_cell:
+        assert stated in md.read_text(encoding="utf-8"), md.stem
