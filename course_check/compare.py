@@ -96,6 +96,14 @@ def _shape_message(got, exp) -> str:
     return f"形状为 {got.shape}，应为 {exp.shape}。"
 
 
+def _first_index(wrong) -> str:
+    """Where the first wrong element is (row-major; for a trajectory or a log: the first step that
+    diverges), as ``，第一个在下标 (3,)`` -- an index, never a value. Empty for a scalar."""
+    if np.ndim(wrong) == 0 or not np.any(wrong):
+        return ""
+    return f"，第一个在下标 {tuple(int(i) for i in np.argwhere(wrong)[0])}"
+
+
 def _mistake_message(name: str, messages: Mapping[str, str] | None) -> str:
     # every catalogued mistake carries its message into the data; the fallback only guards hand-made data
     return (messages or {}).get(name) or f"结果与一种已知的错误做法（{name}）的结果吻合。"
@@ -119,6 +127,18 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     # a constant ratio only means something when several entries share it
     if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
         return f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
+    # a constant offset: on a log scale (log10 of an error, of a norm) that is a missing constant factor
+    offsets = flat_g - flat_e
+    if (
+        offsets.size > 1
+        and np.allclose(offsets, offsets[0], rtol=1e-6, atol=tol * scale)
+        and abs(offsets[0]) > tol * scale
+    ):
+        return (
+            f"结果处处比参考值多了同一个常数 {offsets[0]:.4g}：若这是对数尺度上的量（例如 log10 误差或范数），"
+            f"相当于原来的量漏乘或多乘了因子 10^{offsets[0]:.4g} ≈ {10.0 ** offsets[0]:.4g}（例如少了 1/2 或步长 h）；"
+            "否则检查是否多加或漏加了一个常数项。"
+        )
     # A mistake's own value can move across machines where it is ill-conditioned (e.g. where a round-off
     # dominated error crosses a threshold), while the reference does not: a result four times closer to a
     # catalogued mistake than to the reference still names that mistake. Feedback only; scores never change.
@@ -176,7 +196,11 @@ def compare(
         wrong = int(np.sum(got != exp))
         if wrong == 0:
             return Verdict(True, "", 0.0)
-        return Verdict(False, f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同。", float(wrong))
+        return Verdict(
+            False,
+            f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同{_first_index(got != exp)}。",
+            float(wrong),
+        )
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
     tol = tolerance(kind) if rtol is None else float(rtol)
@@ -185,7 +209,9 @@ def compare(
         return Verdict(True, "", err)
     reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
     allowed = f"允许 {tol:.1e}" + (f"（另加绝对误差 {float(atol):.1e}）" if atol else "")
-    detail = f"相对误差 {err:.2e}，{allowed}。"
+    outside = np.abs(got - exp) > tol * scale + float(atol)
+    where = f"，{int(np.sum(outside))}/{exp.size} 个元素超出容差{_first_index(outside)}" if exp.size > 1 else ""
+    detail = f"相对误差 {err:.2e}，{allowed}{where}。"
     return Verdict(
         False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err
     )

@@ -4,7 +4,8 @@ Nothing from the instructors' lock or this repository's venv is in it: ``uv venv
 the edition's ``requirements.txt`` (``./course_lib`` and the student lock) from inside the edition, as
 ``pip install -r requirements.txt`` does on a laptop and repo2docker does on Binder. Then, in that
 environment's own Jupyter kernel, every release notebook of the edition runs top to bottom with the reference
-solution cells put back in (the setup and the 快速自检 cells must pass), and every blank release stops at
+solution cells put back in (the setup and the 快速自检 cells must pass, and the public checks give full marks),
+and every blank release stops at
 its first stub with ``NotImplementedError`` and nothing else. The install's time and size and the slowest
 notebook are printed (``-s`` shows them); nothing asserts a time.
 """
@@ -54,6 +55,11 @@ def run(path, km, reset):
     except CellExecutionError as exc:
         outcome = {"error": exc.ename, "value": str(exc.evalue)[:300], "traceback": str(exc)[-1500:]}
     outcome["seconds"] = round(time.perf_counter() - began, 1)
+    # what the public checks printed (course_check.check)
+    outcome["public"] = "".join(
+        o.get("text", "") for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "public_checks"
+        for o in c.get("outputs", []) if o.get("output_type") == "stream"
+    )
     return outcome
 
 reset, paths = sys.argv[1], sys.argv[2:]
@@ -102,7 +108,7 @@ def test_the_student_environment_is_the_edition_and_nothing_more(student):
         [str(UV), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, check=True
     ).stdout
     names = {line.split("==")[0].split(" @ ")[0].lower() for line in listed.splitlines() if line}
-    assert "s04-course-lib" in names
+    assert {"s04-course-lib", "s04-course-check"} <= names
     for instructors_only in ("nbgrader", "jupyter-book", "distributed", "playwright", "s04-diffsim-course"):
         assert instructors_only not in names, instructors_only
     probe = "import course_lib, importlib.util as u; print(course_lib.__file__, u.find_spec('autograder'))"
@@ -166,6 +172,15 @@ def test_every_release_notebook_runs_with_its_solution_and_stops_blank(student, 
     stopped = {p: outcomes[p] for p in expected_stop}
     wrong_stop = {p: r for p, r in stopped.items() if r["error"] != expected_stop[p]}
     assert not wrong_stop, json.dumps(wrong_stop, ensure_ascii=False, indent=1)[-6000:]
+    # the public checks ran in the student's own kernel: full marks for the solved notebooks, and a blank
+    # notebook's first check says its function is not written yet
+    for md in source_notebooks():
+        calls = md.read_text(encoding="utf-8").count("\ncheck(")
+        solved_run = ran[str(folder / "exercises" / md.parent.name / f"{md.stem}-solved.ipynb")]
+        assert solved_run["public"].count("公开测试全部通过") == calls, (md.stem, solved_run["public"])
+        if calls:
+            blank_run = outcomes[str(folder / "exercises" / md.parent.name / f"{md.stem}-blank.ipynb")]
+            assert "还没有实现" in blank_run["public"], (md.stem, blank_run["public"])
     seconds = {Path(p).name: r["seconds"] for p, r in ran.items() if p != str(probe)}
     slowest = max(seconds, key=seconds.__getitem__)
     print(f"\nsolved notebooks: {sum(seconds.values()):.0f} s in all, slowest {slowest} {seconds[slowest]:.1f} s")

@@ -256,6 +256,12 @@ _S04_4_EX1_CHECKS = (
 
 # --- s04_4_ex2: sigmoid-softened Heaviside ---------------------------------------------------------
 
+S044_OVERFLOW = (
+    "这多半是上溢：float64 的 exp(x) 在 x 超过约 709 时就成了 inf，1/(1 + inf) 还算得出 0，"
+    "但 inf/inf、inf·0 会得到 NaN。|αz| 很大的点上要用数值稳定的写法：jax.nn.sigmoid、cl.sigmoid_step，"
+    "或按 z 的正负分两支（只对非正的自变量取 exp），导数写成 α·s·(1 − s)。"
+)
+
 
 def _sigmoid(s):
     return np.asarray(jax.nn.sigmoid(jnp.asarray(s, dtype=jnp.float64)))
@@ -298,6 +304,7 @@ _S04_4_EX2_CHECKS = (
         _soft_cases,
         reference=soft_step,
         outputs=(Output("σ(αz)", "exact"),),
+        nonfinite_hint=S044_OVERFLOW,
         mistakes={
             "s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, lambda z, alpha: _sigmoid(-alpha * np.asarray(z)))
         },
@@ -307,6 +314,7 @@ _S04_4_EX2_CHECKS = (
         _soft_cases,
         reference=soft_step_grad,
         outputs=(Output("导数 dσ(αz)/dz", "exact"),),
+        nonfinite_hint=S044_OVERFLOW,
         mistakes={
             "s044_grad_missing_alpha": Mistake(
                 S044_GRAD_MISSING_ALPHA, lambda z, alpha: soft_step_grad(z, alpha) / alpha
@@ -557,7 +565,7 @@ EXERCISES = (
             ),
             # the naive formulas: exp(-alpha z) overflows to inf, and inf / inf is NaN in the derivative
             WrongAnswer(
-                "NaN",
+                "上溢",
                 edits={
                     "soft_step_answer": [
                         (
