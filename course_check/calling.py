@@ -45,7 +45,7 @@ def _arguments_fit(fn, n: int) -> str:
         inspect.signature(fn).bind(*range(n))
     except TypeError as exc:
         return str(exc)
-    except ValueError:  # no signature to read (some builtins): the call itself will tell
+    except Exception:  # no signature to read (a builtin, an object whose __signature__ raises): the call will tell
         return ""
     return ""
 

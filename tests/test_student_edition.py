@@ -118,23 +118,31 @@ def test_course_lib_declares_exactly_what_it_imports_at_the_instructors_versions
     assert {name: v for name, v in declared.items() if instructors[name] != v} == {}
 
 
-def test_course_lib_imports_and_runs_without_the_instructors_tools():
-    """A student's kernel has no autograder, nbgrader or jupyter-book: course_lib must not need them."""
-    code = (
+def _without(refused: set[str], code: str) -> str:
+    """Run ``code`` in a fresh interpreter where the ``refused`` packages cannot be imported; its stdout."""
+    prelude = (
         "import sys\n"
         "class Refuse:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in {'autograder', 'nbgrader', 'jupyter_book', 'distributed', 'sphinx'}:\n"
-        "            raise ImportError('instructors only: ' + name)\n"
+        f"        if name.split('.')[0] in {sorted(refused)!r}:\n"
+        "            raise ImportError('not on a student machine: ' + name)\n"
         "sys.meta_path.insert(0, Refuse())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_course_lib_imports_and_runs_without_the_instructors_tools():
+    """A student's kernel has no autograder, nbgrader or jupyter-book: course_lib must not need them."""
+    out = _without(
+        {"autograder", "nbgrader", "jupyter_book", "distributed", "sphinx"},
         "import jax.numpy as jnp, course_lib as cl\n"
         "step = cl.make_integrator('rk4', cl.pendulum, 0.01)\n"
         "xs = cl.rollout(step, jnp.array([1.0, 0.0]), jnp.zeros((5, 1)), cl.PendulumParams())\n"
-        "print(xs.shape)\n"
+        "print(xs.shape)\n",
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "(6, 2)"
+    assert out.strip() == "(6, 2)"
 
 
 def test_course_check_declares_numpy_only_and_ships_every_public_check(edition):
@@ -146,13 +154,8 @@ def test_course_check_declares_numpy_only_and_ships_every_public_check(edition):
 
 def test_public_checks_run_without_the_instructors_tools():
     """In a student's kernel (no autograder, no nbgrader) check() scores with the grader's messages."""
-    code = (
-        "import sys\n"
-        "class Refuse:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in {'autograder', 'nbgrader', 'jupyter_book', 'distributed', 'jax'}:\n"
-        "            raise ImportError('not in a student kernel here: ' + name)\n"
-        "sys.meta_path.insert(0, Refuse())\n"
+    out = _without(
+        {"autograder", "nbgrader", "jupyter_book", "distributed", "jax"},
         "import numpy as np\n"
         "from course_check import check\n"
         "def analytic_grad(controls, step):  # renamed parameters\n"
@@ -160,11 +163,9 @@ def test_public_checks_run_without_the_instructors_tools():
         "    v = np.cumsum(step * np.asarray(controls))\n"
         "    return (step * v.sum() - 1.0) * step**2 * (n - np.arange(n))\n"
         "check('s04_1_ex1', 'analytic_grad', analytic_grad)\n"
-        "check('s04_1_ex1', 'analytic_grad', lambda u, dt: -analytic_grad(u, dt))\n"
+        "check('s04_1_ex1', 'analytic_grad', lambda u, dt: -analytic_grad(u, dt))\n",
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    first, second = proc.stdout.split("[s04_1_ex1]")[1:]
+    first, second = out.split("[s04_1_ex1]")[1:]
     assert "通过 3/3 个公开测试，得分 3/3" in first
     assert "得分 0/3" in second and "只差一个负号" in second
 
