@@ -14,6 +14,8 @@ from autograder.authoring.cases import case_rng
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 ROLLOUTS_N = "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。"
+ROLLOUTS_ONE = "仿真次数是 1：多半是用 jax.vmap 把全部扰动放进了一次调用。批量计算并不省仿真，2N 条扰动轨迹一条也没少，题目数的是仿真的条数：中心差分要 2N 次。"
+NO_RESIDUAL = "结果与 h²(N − i) 吻合：漏了链式法则最外层的残差因子。L = ½(q_N − 1)²，所以 ∂L/∂u_i = (q_N − 1)·∂q_N/∂u_i，而 ∂q_N/∂u_i = h²(N − i)。"
 ROLLOUTS_N_PLUS_ONE = "数成了 N+1 次仿真（像前向差分那样多算一次基准）：中心差分需要 2N 次。"
 
 TARGET = 1.0
@@ -76,6 +78,7 @@ _S04_1_EX1_CHECKS = (
             ),
             "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt: (analytic_grad(u, dt), len(u))),
             "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt: (analytic_grad(u, dt), len(u) + 1)),
+            "rollouts_one": Mistake(ROLLOUTS_ONE, lambda u, dt: (analytic_grad(u, dt), 1)),
         },
     ),
     Check(
@@ -87,6 +90,7 @@ _S04_1_EX1_CHECKS = (
             "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda u, dt: analytic_grad(u, dt, "explicit_euler")),
             "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda u, dt: _shifted_horizon(u, dt, -1)),
             "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda u, dt: _shifted_horizon(u, dt, +1)),
+            "no_residual": Mistake(NO_RESIDUAL, lambda u, dt: dt**2 * (len(u) - np.arange(len(u)))),
         },
     ),
 )
@@ -307,6 +311,16 @@ EXERCISES = (
                     "analytic_grad_answer": [
                         ("        v += dt * a\n        q_n += dt * v", "        q_n += dt * v\n        v += dt * a"),
                         ("(n - np.arange(n))", "(n - 1 - np.arange(n))"),
+                    ],
+                },
+            ),
+            # the perturbations counted as one batched call; the residual (q_N - 1) dropped from the chain rule
+            WrongAnswer(
+                "残差因子",
+                edits={
+                    "fd_grad_answer": [("calls += 2", "calls = 1")],
+                    "analytic_grad_answer": [
+                        ("return (q_n - 1.0) * dt**2 * (n - np.arange(n))", "return dt**2 * (n - np.arange(n))")
                     ],
                 },
             ),

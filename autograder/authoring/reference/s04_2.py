@@ -33,6 +33,7 @@ LIPM_SEMI_IMPLICIT_EULER = (
 )
 LIPM_RK4 = "结果与单步 RK4 的 Jacobian 吻合：RK4 只把矩阵指数展开到 4 阶，误差约 (ωΔt)⁵/120；题目要求精确离散化。"
 LIPM_OMEGA_WITHOUT_SQRT = "结果与 ω = g/h_com（忘了开方）时的值吻合：自然频率是 ω = √(g/h_com)，即 ω² = g/h_com。"
+LIPM_OMEGA_INVERTED = "结果与 ω = √(h_com/g)（分子分母颠倒）时的值吻合：倒立摆的自然频率是 ω = √(g/h_com)，单位是 1/s；√(h/g) 的单位是秒。"
 LIPM_RECTANGLE_B = (
     "B 与端点矩形公式 Δt·e^{A_c Δt}·B_c 吻合：零阶保持的 B 是积分 (∫₀^Δt e^{A_c s} ds)·B_c，不能只取一个端点。"
 )
@@ -152,6 +153,10 @@ def _lipm_no_sqrt(h_com, dt):
     return lipm_ab(h_com, dt, omega_sq=(GRAVITY / h_com) ** 2)
 
 
+def _lipm_inverted(h_com, dt):
+    return lipm_ab(h_com, dt, omega_sq=h_com / GRAVITY)
+
+
 def sensitivity(h_com, dt, N, ab=lipm_ab):
     """dx_N/du_0 by differentiating an N-step rollout of x_{k+1} = A x_k + B u_k (equals A^(N-1) B)."""
     a, b = (jnp.asarray(m) for m in ab(h_com, dt))
@@ -197,6 +202,7 @@ _S04_2_EX2_CHECKS = (
             "lipm_semi_implicit_euler": Mistake(LIPM_SEMI_IMPLICIT_EULER, _lipm_integrator("semi_implicit_euler")),
             "lipm_rk4": Mistake(LIPM_RK4, _lipm_integrator("rk4")),
             "lipm_omega_without_sqrt": Mistake(LIPM_OMEGA_WITHOUT_SQRT, _lipm_no_sqrt),
+            "lipm_omega_inverted": Mistake(LIPM_OMEGA_INVERTED, _lipm_inverted),
             "lipm_rectangle_b": Mistake(LIPM_RECTANGLE_B, _lipm_rectangle),
             "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, lambda h_com, dt: _lipm_continuous(h_com)),
         },
@@ -211,6 +217,9 @@ _S04_2_EX2_CHECKS = (
             "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, _power_sensitivity(-1)),
             "lipm_explicit_euler": Mistake(
                 LIPM_EXPLICIT_EULER, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler)
+            ),
+            "lipm_omega_inverted": Mistake(
+                LIPM_OMEGA_INVERTED, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_inverted)
             ),
             "lipm_omega_without_sqrt": Mistake(
                 LIPM_OMEGA_WITHOUT_SQRT, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt)
@@ -435,6 +444,11 @@ EXERCISES = (
                         )
                     ],
                 },
+            ),
+            WrongAnswer(
+                "√(g/h_com)",
+                keep=("sensitivity_answer",),
+                edits={"lipm_ab_answer": [("w = np.sqrt(G / h_com)", "w = np.sqrt(h_com / G)")]},  # omega upside down
             ),
             WrongAnswer(
                 "多算一步",

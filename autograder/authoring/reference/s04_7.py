@@ -41,6 +41,7 @@ S047_GRAD_WRT_X0 = (
 )
 S047_FIRST_ACTION_ONLY = "结果与只取第一个控制的 ‖dL/du_0‖ 吻合：题目要的是整个控制序列的梯度范数 ‖dL/dU‖₂。"
 S047_NATURAL_LOG = "结果是参考值的 ln 10 ≈ 2.303 倍：用了自然对数，题目要的是 log10。"
+S047_SUM_WITHOUT_HALF = "结果处处比参考值大 log10(2) ≈ 0.301：损失写成了 Σ‖x_k‖²，少了前面的 ½，梯度因此大了一倍。题目的损失是 L_H = ½ Σ_{k=1}^{H} ‖x_k‖²。"
 S047_NO_LOG = "结果与“没有取 log10 的范数本身”吻合：请返回 log10‖dL/dU‖₂。"
 S047_ROLLOUT_SHIFTED = "轨迹与“从 x_1 开始记录”一致：第 0 行应是 x_0，之后每步一行，共 H+1 行。"
 S047_NO_CRITIC = "结果与“漏掉 critic 终值 γ^h·V(x_h)”一致：截断损失 = 窗口内折扣代价之和 + 窗口末端的 critic 估值。"
@@ -414,6 +415,9 @@ _S04_7_EX2_CHECKS = (
                 S047_FIRST_ACTION_ONLY,
                 lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0])),
             ),
+            "s047_sum_without_half": Mistake(
+                S047_SUM_WITHOUT_HALF, lambda A, B, x0, horizons: _norms(A, B, x0, horizons) + np.log10(2.0)
+            ),
             "s047_natural_log": Mistake(
                 S047_NATURAL_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log)
             ),
@@ -661,6 +665,13 @@ EXERCISES = (
                 keep=("linear_rollout_answer",),
                 edits={  # the last state dropped: one step short
                     "grad_norms_answer": [("jnp.sum(xs[1:] ** 2)", "jnp.sum(xs[1:-1] ** 2)")],
+                },
+            ),
+            WrongAnswer(
+                "½",
+                keep=("linear_rollout_answer",),
+                edits={  # the loss without its 1/2: every gradient twice as large
+                    "grad_norms_answer": [("return 0.5 * jnp.sum(xs[1:] ** 2)", "return jnp.sum(xs[1:] ** 2)")],
                 },
             ),
         ),
