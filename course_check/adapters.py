@@ -64,8 +64,10 @@ def kink_as_subgradient(student_fn):
     """Wrap the student's ``penalty_contact(phi, k) -> (lam, slope)`` for grading: ``(lam, slope where
     phi != 0 (0 at phi = 0), how far the slopes at phi = 0 lie outside [-k, 0], divided by k)``.
 
-    A result that is not a pair of arrays shaped like ``phi`` is passed on unchanged (grading reports it).
+    A result that is not a pair with a slope shaped like ``phi`` raises a TypeError that says so (the
+    feedback quotes it; the outputs of this wrapper are not the student's to count).
     """
+    shape_error = "penalty_contact must return two arrays shaped like phi: (lam, dlam_dphi)"
 
     def graded(phi, k):
         result = student_fn(phi, k)
@@ -73,9 +75,9 @@ def kink_as_subgradient(student_fn):
             lam, slope = result
             slope, phi_arr = np.asarray(slope, dtype=np.float64), np.asarray(phi, dtype=np.float64)
         except (TypeError, ValueError):
-            return result
+            raise TypeError(shape_error) from None
         if slope.shape != phi_arr.shape:
-            return result
+            raise TypeError(shape_error)
         kink = phi_arr == 0
         at_kink = slope[kink]
         outside = np.maximum(at_kink, 0.0) + np.maximum(-k - at_kink, 0.0)
