@@ -100,13 +100,17 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     if not isinstance(results, list) or len(results) != len(cases):
         raise MalformedRecord(f"results for {len(cases)} cases expected")
     weights = [float(o.get("weight", 1.0)) for o in outputs]
-    share, full, per_output, lines = 0.0, 0, [0] * len(outputs), []
+    share, full, per_output = 0.0, 0, [0] * len(outputs)
+    said: dict[str, list[str]] = {}  # what a line says -> the cases it is said of (the same line once)
     for i, (case, result) in enumerate(zip(cases, results), start=1):
-        passed, case_lines = _case(f"{kind} {i}/{len(cases)}", name, spec, case, result)
+        where = f"{i}/{len(cases)}"
+        passed, case_lines = _case(where, name, spec, case, result)
         share += sum(w for w, ok in zip(weights, passed) if ok) / sum(weights)
         full += all(passed)
         per_output = [n + ok for n, ok in zip(per_output, passed)]
-        lines += case_lines
+        for line in case_lines:
+            said.setdefault(line[len(where) :], []).append(where)
+    lines = [f"{kind} {'、'.join(cases_of)}{text}" for text, cases_of in said.items()]
     points = float(spec["points"])
     earned = round(points * share / len(cases), 6) if cases else 0.0
     header = f"[{exercise}] {name}: 通过 {full}/{len(cases)} 个{kind}，得分 {earned:g}/{points:g}"
