@@ -148,3 +148,8 @@ def test_the_time_limits_students_read_are_the_ones_grading_applies():
     assert len(with_public_cell) >= 29
     for md in with_public_cell:
         assert stated in md.read_text(encoding="utf-8"), md.stem
+    index = (sources.COURSE_DIR.parent / "book" / "index.md").read_text(encoding="utf-8")
+    assert (
+        f"每个单元 {cell_timeout} 秒，一个笔记本合计 {DEFAULT_LIMITS.notebook_budget_s:g} 秒，"
+        f"同一份作业的所有笔记本合计 {DEFAULT_LIMITS.submission_budget_s:g} 秒" in index
+    )

@@ -4,9 +4,8 @@ Each notebook's ``public_checks`` cell is executed in-process, after the noteboo
 reference solution, with each catalogued wrong answer, or with parameters renamed. Float64 throughout (the
 notebooks' setup cells call ``cl.enable_float64()``). What grading does with the same answers on the hidden
 cases is the section contract of tests/test_grading_pipeline.py; the renamed-parameter student graded by
-real nbgrader is in tests/test_classrun.py; the reference's full marks and the blank's "not implemented"
-through ``check`` are asserted where a student sees them, in the student edition's own environment
-(tests/test_student_machine.py).
+real nbgrader is in tests/test_classrun.py; the reference's full marks through ``check`` are asserted where a
+student sees them, in the student edition's own environment (tests/test_student_machine.py).
 """
 
 from __future__ import annotations
@@ -108,6 +107,14 @@ def test_public_cases_differ_from_the_hidden_ones_and_keep_the_call_convention()
             seen = {json.dumps(c["inputs"], sort_keys=True) for c in kept["cases"]}
             assert not [c for c in shown["cases"] if json.dumps(c["inputs"], sort_keys=True) in seen], check.key
             assert set(shown) == {"points", "params", "signature", "messages", "outputs", "cases"}
+
+
+@pytest.mark.parametrize("exercise", WITH_PUBLIC_CELL)
+def test_a_blank_notebook_scores_zero_through_check_and_is_told_what_is_missing(exercise):
+    scored = run_public_checks(exercise, {})
+    assert set(scored) == {c.name for c in exercises()[exercise].checks}
+    for result in scored.values():
+        assert result.earned == 0 and "还没有实现" in result.feedback, result.feedback
 
 
 @pytest.mark.parametrize("exercise", [e for e in WITH_PUBLIC_CELL if WRONG_ANSWERS.get(e)])

@@ -31,6 +31,8 @@ from autograder.authoring.registry import Check, Exercise, Mistake, Output, Wron
 S044_NAIVE_FLIP_END = "结果与“先按自由落体走完整步、穿地后再把末速度反向乘 e”的朴素映射一致：碰撞时刻 t* 没有进入映射，位置也停在了地面以下。应先求出步内的触地时刻 t*，在 t* 处反射速度，再用剩下的 τ = h − t* 继续飞行。"
 S044_NAIVE_SEMI_IMPLICIT = "结果与 cl.naive_impact_step（半隐式欧拉走一步、穿地后再反向速度）一致：碰撞时刻 t* 没有进入映射。本题要的是在步内定位碰撞时刻的精确映射。"
 S044_NO_RESTITUTION = "结果与 e = 1（完全弹性）的映射一致：反射时漏了恢复系数，碰后速度应为 v♯ = −e·v⁻。"
+S044_NEGATIVE_ROOT = "碰撞时刻取了 y + v·t − ½g·t² = 0 的负根 (v − |v⁻|)/g：那是过去的时刻。要取正根 t* = (v + |v⁻|)/g，它落在这一步之内（0 < t* < h）。"
+S044_REFLECT_V_FREE = "反射的是步末的自由速度 v − g·h，而不是触地瞬间的速度 v⁻ = v − g·t*：碰撞发生在 t* 时刻，要先算出 v⁻ 再乘以 −e，然后用剩余时间 τ = h − t* 继续飞行。"
 S044_STOP_AT_IMPACT = "结果停在了碰撞瞬间（y = 0，v = −e·v⁻）：反射之后还要用剩余时间 τ = h − t* 从地面继续飞行。"
 S044_DV_NAIVE = (
     "导数等于朴素映射（走完整步再反向速度）的导数 (h, −e)：碰撞时刻 t* 随初速度移动，这一效应完全没有进入导数。"
@@ -38,6 +40,7 @@ S044_DV_NAIVE = (
 S044_DV_NO_RESTITUTION = (
     "导数与“链式法则里漏掉恢复系数 e”的结果一致：v♯ = −e·v⁻ 对 v 求导时，∂v⁻/∂v 前面的因子 e 不能丢。"
 )
+S044_DV_TSTAR_SIGN = "导数与 ∂t*/∂v = +t*/v⁻ 的结果一致：符号反了。对 y + v·t* − ½g·t*² = 0 两边对 v 求导得 t* + (v − g·t*)·∂t*/∂v = 0，即 ∂t*/∂v = −t*/v⁻（v⁻ < 0，所以它是正的：下落越慢，触地越晚）。"
 S044_DV_TSTAR_FIXED = "导数与“把碰撞时刻 t* 当作常数”的结果一致：t* 随初速度 v 变化（对 y + v·t* − ½g·t*² = 0 两边求导可得 ∂t*/∂v），它同时改变碰前速度 v⁻ 和剩余飞行时间 τ。"
 S044_NAIVE_NO_FLIP = "下一步状态与“只走一步半隐式欧拉、穿地后什么也不做”一致：朴素映射在 y_{k+1} < 0 时还要把末速度反向并乘 e（v⁺ = −e·v′），导数随之变成 (h, −e)。"
 S044_NAIVE_EXPLICIT = "下一步状态与“按自由落体的精确抛物线走整步再反向速度”一致：本题的朴素映射是 cl.naive_impact_step 的半隐式欧拉一步，先 v′ = v − g·h，再 y′ = y + h·v′。"
@@ -159,6 +162,22 @@ def _no_restitution(x, h, g, e):
     return ball_step(x, h, g, 1.0)
 
 
+def _impact_variant(root="positive", reflect="v_minus"):
+    """The exact step with the negative root for t*, or reflecting the end-of-step velocity v - g h."""
+
+    def fn(x, h, g, e):
+        if not _hits(x, h, g):
+            return ball_step(x, h, g, e)
+        y, v = float(x[0]), float(x[1])
+        speed = np.sqrt(v * v + 2.0 * g * y)
+        t_star = (v + speed) / g if root == "positive" else (v - speed) / g
+        v_sharp = -e * ((v - g * t_star) if reflect == "v_minus" else (v - g * h))
+        tau = h - t_star
+        return np.array([v_sharp * tau - 0.5 * g * tau * tau, v_sharp - g * tau]), 1
+
+    return fn
+
+
 def _stop_at_impact(x, h, g, e):
     if not _hits(x, h, g):
         return ball_step(x, h, g, e)
@@ -175,6 +194,10 @@ def _dv_variant(kind):
             return h, -e
         if kind == "tstar_fixed":
             return -e * tau, -e
+        if kind == "tstar_sign":
+            dt_dv = t_star / v_minus
+            dsharp = -e * (1.0 - g * dt_dv)
+            return dsharp * tau - v_plus * dt_dv, dsharp + g * dt_dv
         # "no_restitution": d v#/dv written as -(dv-/dv), the rest right
         dt_dv = -t_star / v_minus
         dsharp = -(1.0 - g * dt_dv)
@@ -222,6 +245,8 @@ _S04_4_EX1_CHECKS = (
             "s044_naive_semi_implicit": Mistake(S044_NAIVE_SEMI_IMPLICIT, _naive_semi_implicit),
             "s044_no_restitution": Mistake(S044_NO_RESTITUTION, _no_restitution),
             "s044_stop_at_impact": Mistake(S044_STOP_AT_IMPACT, _stop_at_impact),
+            "s044_negative_root": Mistake(S044_NEGATIVE_ROOT, _impact_variant(root="negative")),
+            "s044_reflect_v_free": Mistake(S044_REFLECT_V_FREE, _impact_variant(reflect="v_free")),
         },
     ),
     Check(
@@ -233,6 +258,7 @@ _S04_4_EX1_CHECKS = (
             "s044_dv_naive": Mistake(S044_DV_NAIVE, _dv_variant("naive")),
             "s044_dv_no_restitution": Mistake(S044_DV_NO_RESTITUTION, _dv_variant("no_restitution")),
             "s044_dv_tstar_fixed": Mistake(S044_DV_TSTAR_FIXED, _dv_variant("tstar_fixed")),
+            "s044_dv_tstar_sign": Mistake(S044_DV_TSTAR_SIGN, _dv_variant("tstar_sign")),
         },
     ),
     Check(
@@ -543,6 +569,20 @@ EXERCISES = (
                     "naive_answer": [("np.array([y_next, -e * v_next]), h, -e", "np.array([y_next, v_next]), h, 1.0")],
                 },
                 keep=("ball_step_answer", "ball_step_dv_answer"),
+            ),
+            # the root of the past for t*, and d t*/d v with the wrong sign
+            WrongAnswer(
+                "负根",
+                edits={
+                    "ball_step_answer": [("t_hit = (v + root) / g", "t_hit = (v - root) / g")],
+                    "ball_step_dv_answer": [("dt_dv = -t_hit / v_before", "dt_dv = t_hit / v_before ")],
+                },
+            ),
+            # the end-of-step velocity reflected instead of the velocity at the impact
+            WrongAnswer(
+                "步末的自由速度",
+                edits={"ball_step_answer": [("    v_after = -e * v_before\n", "    v_after = -e * v_free\n")]},
+                keep=("ball_step_dv_answer",),
             ),
         ),
     ),
