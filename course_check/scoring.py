@@ -37,40 +37,40 @@ def _split(value, n):
     return list(value)
 
 
-def _call_problem(where: str, name: str, spec: dict, result) -> str | None:
-    """The feedback line of a case whose call did not return a value (``None`` when it did)."""
+def _call_problem(name: str, spec: dict, result) -> str | None:
+    """What the feedback says of a case whose call did not return a value (``None`` when it did)."""
     status = result.get("status") if isinstance(result, dict) else None
     if status == "ok":
         return None
     if status == "not_callable":
-        return f"{where}：`{name}` 不是函数。"
+        return f"：`{name}` 不是函数。"
     if status == "not_implemented":
-        return f"{where}：`{name}` 还没有实现（抛出了 NotImplementedError）。"
+        return f"：`{name}` 还没有实现（抛出了 NotImplementedError）。"
     if status == "arguments":
         return (
-            f"{where}：`{name}` 接受的参数与题目模板不一致（{str(result.get('error'))[:200]}）。"
+            f"：`{name}` 接受的参数与题目模板不一致（{str(result.get('error'))[:200]}）。"
             f"评分按模板的顺序、按位置传入参数：`{spec.get('signature', name)}`。参数可以改名，个数和顺序要保持。"
         )
     if status == "error":
-        return f"{where}：调用 `{name}` 时出错：{str(result.get('error'))[:300]}（第 {result.get('line')} 行）。"
+        return f"：调用 `{name}` 时出错：{str(result.get('error'))[:300]}（第 {result.get('line')} 行）。"
     raise MalformedRecord("unknown status")
 
 
-def _case(where: str, name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str]]:
-    """``(passed per output, feedback lines)`` of one case."""
+def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str]]:
+    """``(passed per output, what the feedback says of this case)``; each line follows the case's name."""
     outputs = spec["outputs"]
-    problem = _call_problem(where, name, spec, result)
+    problem = _call_problem(name, spec, result)
     if problem is not None:
         return [False] * len(outputs), [problem]
     parts = _split(decode(result.get("value")), len(outputs))
     if parts is None:
         labels = "、".join(o["label"] for o in outputs)
-        return [False] * len(outputs), [f"{where}：`{name}` 应返回 {len(outputs)} 个值（{labels}）。"]
+        return [False] * len(outputs), [f"：`{name}` 应返回 {len(outputs)} 个值（{labels}）。"]
     passed, lines = [], []
     for j, (output, got) in enumerate(zip(outputs, parts)):
         if isinstance(got, Unsupported):
             passed.append(False)
-            lines.append(f"{where}，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
+            lines.append(f"，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
             continue
         mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
         # the tolerances are the output's, as stored by the generator; nothing in the record changes them
@@ -86,7 +86,7 @@ def _case(where: str, name: str, spec: dict, case: dict, result) -> tuple[list[b
         passed.append(verdict.passed)
         if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case
             same = any(line.endswith(verdict.message) for line in lines)
-            lines.append(f"{where}，{output['label']}：{'同上。' if same else verdict.message}")
+            lines.append(f"，{output['label']}：{'同上。' if same else verdict.message}")
     return passed, lines
 
 
@@ -103,13 +103,12 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     share, full, per_output = 0.0, 0, [0] * len(outputs)
     said: dict[str, list[str]] = {}  # what a line says -> the cases it is said of (the same line once)
     for i, (case, result) in enumerate(zip(cases, results), start=1):
-        where = f"{i}/{len(cases)}"
-        passed, case_lines = _case(where, name, spec, case, result)
+        passed, case_lines = _case(name, spec, case, result)
         share += sum(w for w, ok in zip(weights, passed) if ok) / sum(weights)
         full += all(passed)
         per_output = [n + ok for n, ok in zip(per_output, passed)]
         for line in case_lines:
-            said.setdefault(line[len(where) :], []).append(where)
+            said.setdefault(line, []).append(f"{i}/{len(cases)}")
     lines = [f"{kind} {'、'.join(cases_of)}{text}" for text, cases_of in said.items()]
     points = float(spec["points"])
     earned = round(points * share / len(cases), 6) if cases else 0.0

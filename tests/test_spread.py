@@ -12,6 +12,7 @@ import pytest
 
 from autograder.authoring import regenerate as data
 from autograder.authoring import spread
+from autograder.authoring.cases import case_value
 from autograder.authoring.registry import Check, Mistake, Output
 from course_check.compare import tolerance
 from autograder.verdict.data import DATA_DIR
@@ -113,8 +114,7 @@ def _check(mistake_offset):
     ref = lambda x: np.array([x, 2.0 * x])  # noqa: E731
     return Check(
         "fn",
-        cases=lambda: [{"x": 1.5}, {"x": -0.25}],
-        public_cases=lambda: [{"x": 0.75}],
+        cases=lambda: case_value([{"x": 1.5}, {"x": -0.25}], [{"x": 0.75}]),
         reference=ref,
         exercise="fake_ex",
         mistakes={"near": Mistake("差一点", lambda x: ref(x) * (1.0 + mistake_offset))},

@@ -4,8 +4,8 @@ A case function draws its random inputs from ``case_rng(seed)``. Called plainly 
 ``np.random.default_rng(seed)``, so the hidden cases are what they always were; inside
 :func:`drawing_public` the same function draws from ``(seed, PUBLIC_SALT)`` instead, which gives the
 check's public cases with the hidden cases' structure (sizes, regimes, edge cases) but other numbers.
-A case function that draws nothing (a fixed list of settings) declares its public cases itself
-(``Check.public_cases``); the generator refuses public cases equal to hidden ones.
+A fixed setting (a step size, a list of stiffnesses) goes through :func:`case_value`, so that the public
+cases change it too; the generator refuses public cases equal to hidden ones.
 """
 
 from __future__ import annotations

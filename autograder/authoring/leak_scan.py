@@ -161,11 +161,12 @@ def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
         for line, where in _function_body_lines(path):
             secrets.lines.setdefault(line, f"reference code {where}")
     secrets.lines = {line: where for line, where in secrets.lines.items() if line not in public_text}
+    shown = {path.stem: _public_numbers(root, path.stem) for path in (root / "autograder" / "data").glob("*.json")}
     for folder in ("kernel/inputs", "data"):  # the data repeats the inputs beside the expected values
         for path in sorted((root / "autograder" / folder).glob("*.json")):
-            shown = _public_numbers(root, path.stem)
             for name, spec in json.loads(path.read_text(encoding="utf-8")).items():
-                _add_numbers(secrets, {name: spec}, path.stem, folder == "kernel/inputs", shown.get(name, set()))
+                in_public = shown.get(path.stem, {}).get(name, set())
+                _add_numbers(secrets, {name: spec}, path.stem, folder == "kernel/inputs", in_public)
     # a value the release itself prints (a self-check's public point that a hidden case shares) is public
     public_singles, public_runs = _number_keys(_NUMBER.findall(public_text))
     secrets.numbers = {k: v for k, v in secrets.numbers.items() if k not in public_singles}

@@ -87,20 +87,16 @@ def compute_cases(check: Check, public: bool = False) -> list[dict]:
     reference that looks up how its case was drawn (e.g. the true parameters of an experiment) finds it.
     """
     with drawing_public() if public else contextlib.nullcontext():
-        return _computed_cases(check, check.public_cases if public and check.public_cases else check.cases)
-
-
-def _computed_cases(check: Check, draw) -> list[dict]:
-    return [
-        {
-            "inputs": _plain(inputs),
-            "expected": _plain(_components(check, check.reference(**inputs))),
-            "mistakes": {
-                name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())
-            },
-        }
-        for inputs in draw()
-    ]
+        return [
+            {
+                "inputs": _plain(inputs),
+                "expected": _plain(_components(check, check.reference(**inputs))),
+                "mistakes": {
+                    name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())
+                },
+            }
+            for inputs in check.cases()
+        ]
 
 
 def call_convention(check: Check, cases: list[dict]) -> dict:
@@ -127,9 +123,10 @@ def _disjoint(key: str, hidden: list[dict], public: list[dict]) -> None:
     seen = {serialise(case["inputs"]) for case in hidden}
     same = [i for i, case in enumerate(public, start=1) if serialise(case["inputs"]) in seen]
     if same or not public:
+        problem = f"public cases {same} equal hidden ones" if same else "no public case"
         raise ValueError(
-            f"{key}: public case(s) {same or 'none'} {'equal hidden ones' if same else 'exist'}; draw the case "
-            "function's inputs from case_rng, or declare Check(public_cases=...)"
+            f"{key}: {problem}; draw the case function's random inputs from case_rng and pass its fixed "
+            "settings through case_value (autograder/authoring/cases.py)"
         )
 
 

@@ -56,9 +56,9 @@ class Check:
         name: the student function's name (the graded cell calls ``autograder.grade(exercise, name, fn)``).
         cases: ``() -> [dict of inputs]``; deterministic. The dict's order is the order the student's
             function takes them (the template's ``def``; the generator checks it), random inputs come
-            from :func:`autograder.authoring.cases.case_rng`.
-        public_cases: the public cases, for a ``cases`` that draws nothing at random (default: ``cases``
-            drawn again with the public seeds, :func:`autograder.authoring.cases.drawing_public`).
+            from :func:`autograder.authoring.cases.case_rng` and fixed settings go through
+            :func:`~autograder.authoring.cases.case_value`, so that the same function, called inside
+            :func:`~autograder.authoring.cases.drawing_public`, gives the check's public cases.
         reference: ``reference(**inputs)`` -> value, or tuple of values matching ``outputs``.
         outputs: how each returned component is compared (one entry if not a tuple).
         mistakes: ``{mistake name: Mistake}``.
@@ -73,7 +73,6 @@ class Check:
     outputs: Sequence[Output] = (Output("结果"),)
     mistakes: Mapping[str, Mistake] = field(default_factory=dict)
     nonfinite_hint: str = ""
-    public_cases: Callable[[], Sequence[dict]] | None = None
     exercise: str = ""
 
     def __post_init__(self):

@@ -1,7 +1,6 @@
 """Kernel-side support shared by the Mini-DiffSim notebooks (readable by the kernels grading mini_diffsim_p1..p4).
 
-Nothing here answers a check of the project: the codes of name-valued hidden inputs, and the task of stages
-3 and 4 (course_lib's soft ball on a stiff penalty ground, the linear policy, the window starts, the terminal
+Nothing here answers a check of the project: the task of stages 3 and 4 (course_lib's soft ball on a stiff penalty ground, the linear policy, the window starts, the terminal
 values), whose public parts the notebooks' task cells define too. ``autograder.authoring.reference.mini_diffsim`` imports
 it, so each piece exists once.
 """
