@@ -26,6 +26,7 @@ import pytest
 from autograder.confine import isolation
 from autograder.confine import landlock as sandbox
 from autograder.confine.compile_cache import default_root, seal, verified_entries
+from autograder.confine.execute import SKIP_TAG
 from autograder.confine.limits import DEFAULT_LIMITS
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
@@ -249,6 +250,14 @@ def _foreign_kernelspec(nb):
     return nb
 
 
+def _skip_everything(nb):
+    # every code cell tagged for grading to skip: the answer and the graded cells still run (a blank answer)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.metadata.setdefault("tags", []).append(SKIP_TAG)
+    return nb
+
+
 def _delete_graded(nb):
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != GRADED]
     return nb
@@ -269,6 +278,7 @@ HOSTILE = {
     "escape-sandbox": ("ESCAPE", None, "BLOCKED read-data PermissionError"),
     "edit-graded-cell": ({}, _edit_graded, "NotImplementedError"),
     "delete-graded-cell": ({}, _delete_graded, "NotImplementedError"),
+    "skip-tag-everywhere": ({}, _skip_everything, "NotImplementedError"),
     # round two: tolerances, every entry point confined, containment (tests/test_untrusted_*.py: files, outputs)
     "float16-zeros": ({CELL: FLOAT16_ZEROS, CELL2: FLOAT16_ZEROS_2}, None, "通过 0/"),
     "foreign-kernelspec": ("ESCAPE", _foreign_kernelspec, "BLOCKED read-data PermissionError"),

@@ -21,7 +21,12 @@
 * the instructor's JAX compilation cache (``compile_cache``, set in the course's nbgrader config) is
   verified against its manifest before each kernel and handed to it read-only, or left out with the
   reason logged (:mod:`autograder.confine.compile_cache`);
-* a notebook without any code cell (written answers only, as handed in) starts no kernel at all;
+* code cells tagged :data:`SKIP_TAG` (the public checks, the self-checks, exploration and plots) are not
+  run: they cannot change a mark and would only spend the budgets. A graded or solution cell always runs,
+  whatever its tags (a graded cell that did not run would score zero, never more:
+  :mod:`autograder.verdict.preprocessors`); ``tests/test_skipped_cells.py`` proves that no cell that runs
+  needs a name only a skipped cell defines;
+* a notebook without any code cell to run (written answers only, as handed in) starts no kernel at all;
 * the time each notebook spends starting its kernel and executing its cells is added to
   :data:`PHASE_SECONDS`, which the class run's workers report per submission.
 """
@@ -55,6 +60,17 @@ KERNEL_DIED = (
 )
 NOT_RUN = "没有执行：内核在前面的单元里意外退出（见上方第一个报错的单元）。"
 TIMED_OUT = "CellTimeoutError"
+#: the tag of a code cell that grading does not run (set in the source notebooks, see skipped_when_grading)
+SKIP_TAG = "skip-in-grading"
+SKIPPED = "评分时不运行这个单元（公开检查、自检或探索单元，不计分，也不占评分时间）。"
+
+
+def skipped_when_grading(cell) -> bool:
+    """Whether grading leaves this code cell unrun: it is tagged :data:`SKIP_TAG` and is neither graded nor
+    a solution (the student's answer and the graded cells always run, whatever tags a submission adds)."""
+    nbgrader = cell.metadata.get("nbgrader", {})
+    tagged = SKIP_TAG in cell.metadata.get("tags", [])
+    return cell.cell_type == "code" and tagged and not nbgrader.get("grade") and not nbgrader.get("solution")
 
 
 def _error(ename: str, text: str) -> NotebookNode:
@@ -99,8 +115,11 @@ class SafeExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
-        if not any(cell.cell_type == "code" for cell in nb.cells):
-            return nb, resources  # a written-answers-only notebook: nothing to run, so no kernel to start
+        for cell in nb.cells:
+            if skipped_when_grading(cell):
+                cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=SKIPPED + "\n")]
+        if not any(cell.cell_type == "code" and not skipped_when_grading(cell) for cell in nb.cells):
+            return nb, resources  # nothing to run (written answers only, or only skipped cells): no kernel
         meta = resources.get("nbgrader") or {}
         self._submission = (meta.get("student"), meta.get("assignment"))
         self._cell_timeout = self.timeout
@@ -139,7 +158,7 @@ class SafeExecute(Execute):
         return f"没有执行：评分时间上限（{which}）已经用完。{late}之前单元的得分保留。"
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or skipped_when_grading(cell):
             return cell, resources
         if self._kernel_died:
             cell.outputs = [_error("KernelNotRunning", NOT_RUN)]
