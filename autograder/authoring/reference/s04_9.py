@@ -54,6 +54,14 @@ S049_SHAC_CLIPPED_NORM = (
     "梯度范数与裁剪之后的值吻合（都不超过 1）：要记录的是裁剪之前的 ‖∇L‖，它才能暴露接触带来的尖峰。"
 )
 S049_SHAC_FRESH_STARTS = "结果与“每个窗口都从回合的初始状态重新出发”吻合：同一回合内，下一个窗口要从上一个窗口的末状态 x_end 接着走，只有回合开始（i % W == 0）时才调用 episode_starts。"
+S049_SHAC_EPISODE_BY_ITERATION = (
+    "结果与“用迭代序号 i 当作回合编号”吻合：第 i 次迭代属于第 i // W 个回合（W = 每回合的窗口数），"
+    "新回合开始时要调用 episode_starts(seed, i // W)，而不是 episode_starts(seed, i)。"
+)
+S049_SHAC_OPTIMIZER_REINIT = (
+    "结果与“每次迭代都重新初始化优化器”吻合：OPTIMIZER.init 只在训练开始时调用一次，"
+    "之后把 opt_state 一直传下去，Adam 的一阶、二阶矩才会累积；每次重置后 Adam 的每一步都近似一个固定大小的符号步。"
+)
 S049_RESIDUAL_UNWEIGHTED = "残差与没有除以噪声标准差 SIGMA_V 的结果吻合：要用白化残差 (v_k(θ) − v̂_k)/σ_v，这样平方和才是对数似然，Gauss–Newton 矩阵的逆才是参数的协方差。"
 S049_RESIDUAL_X0_ZERO = (
     "残差与“从零初始状态开始仿真”的结果吻合：仿真要从给定的 x0 出发（隐藏实验里物块一开始就在运动）。"
@@ -304,19 +312,33 @@ def _shac_optimizer():
     return optax.chain(optax.clip_by_global_norm(SHAC_CLIP), optax.adam(SHAC_LR))
 
 
+#: Mistaken training loops as traced switches (like _WINDOW_VARIANTS):
+#: (every window restarts the episode?, episode drawn by iteration i instead of i // W?, Adam re-initialised
+#: every iteration?)
+_LOOP_VARIANTS = {
+    None: (False, False, False),
+    "fresh_starts": (True, False, False),
+    "episode_by_iteration": (False, True, False),
+    "optimizer_reinit": (False, False, True),
+}
+
+
 @partial(jax.jit, static_argnames=("horizon", "n_iterations"))
-def _shac_run(seed, horizon, n_iterations, switches, fresh_starts):
+def _shac_run(seed, horizon, n_iterations, switches, loop):
     """Whole training run as one lax.scan: per-iteration grad norms (before clipping), window losses, final cost."""
     opt = _shac_optimizer()
     n_windows = max(1, SHAC_TASK.episode_length // horizon)
     theta0 = jnp.zeros(3)
     value_and_grad = jax.value_and_grad(lambda th, xs: _window(th, xs, horizon, switches), has_aux=True)
+    fresh_starts, episode_by_iteration, optimizer_reinit = (loop[j] for j in range(3))
 
     def iteration(carry, i):
         theta, opt_state, starts = carry
         new_episode = (i % n_windows == 0) | fresh_starts
-        starts = jnp.where(new_episode, shac_episode_starts(seed, i // n_windows), starts)
+        episode = jnp.where(episode_by_iteration, i, i // n_windows)
+        starts = jnp.where(new_episode, shac_episode_starts(seed, episode), starts)
         (loss, x_end), g = value_and_grad(theta, starts)
+        opt_state = jax.tree.map(lambda fresh, kept: jnp.where(optimizer_reinit, fresh, kept), opt.init(theta), opt_state)
         updates, opt_state = opt.update(g, opt_state, theta)
         return (optax.apply_updates(theta, updates), opt_state, x_end), (jnp.linalg.norm(g), loss)
 
@@ -328,10 +350,10 @@ def _shac_run(seed, horizon, n_iterations, switches, fresh_starts):
     return norms, losses, final
 
 
-def _train_variant(variant=None, fresh_starts=False, clipped_norms=False):
+def _train_variant(variant=None, loop=None, clipped_norms=False):
     def fn(horizon, n_iterations, seed):
         switches = jnp.asarray(_WINDOW_VARIANTS[variant])
-        run = _shac_run(int(seed), int(horizon), int(n_iterations), switches, jnp.asarray(fresh_starts))
+        run = _shac_run(int(seed), int(horizon), int(n_iterations), switches, jnp.asarray(_LOOP_VARIANTS[loop]))
         norms, losses, final = (np.asarray(a) for a in run)
         return (np.minimum(norms, SHAC_CLIP) if clipped_norms else norms), losses, final
 
@@ -387,7 +409,11 @@ _S04_9_EX3_CHECKS = (
             "s049_window_sum_batch": Mistake(S049_WINDOW_SUM_BATCH, _train_variant("sum_batch")),
             "s049_window_cost_shifted": Mistake(S049_WINDOW_COST_SHIFTED, _train_variant("cost_shifted")),
             "s049_shac_clipped_norm": Mistake(S049_SHAC_CLIPPED_NORM, _train_variant(clipped_norms=True)),
-            "s049_shac_fresh_starts": Mistake(S049_SHAC_FRESH_STARTS, _train_variant(fresh_starts=True)),
+            "s049_shac_fresh_starts": Mistake(S049_SHAC_FRESH_STARTS, _train_variant(loop="fresh_starts")),
+            "s049_shac_episode_by_iteration": Mistake(
+                S049_SHAC_EPISODE_BY_ITERATION, _train_variant(loop="episode_by_iteration")
+            ),
+            "s049_shac_optimizer_reinit": Mistake(S049_SHAC_OPTIMIZER_REINIT, _train_variant(loop="optimizer_reinit")),
         },
     ),
 )
@@ -672,6 +698,31 @@ EXERCISES = (
                         (
                             "        if i % n_windows == 0:\n            x_starts = episode_starts(seed, i // n_windows)\n",
                             "        x_starts = episode_starts(seed, i // n_windows)\n",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "i // W",
+                keep=("window_answer",),
+                edits={  # the episode numbered by the iteration
+                    "train_answer": [
+                        (
+                            "x_starts = episode_starts(seed, i // n_windows)",
+                            "x_starts = episode_starts(seed, i)",
+                        )
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "OPTIMIZER.init 只在训练开始时调用一次",
+                keep=("window_answer",),
+                edits={  # a fresh Adam state every iteration
+                    "train_answer": [
+                        (
+                            "        theta, opt_state, loss, norm, x_starts = update(",
+                            "        opt_state = OPTIMIZER.init(theta)\n"
+                            "        theta, opt_state, loss, norm, x_starts = update(",
                         )
                     ],
                 },
