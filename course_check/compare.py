@@ -196,11 +196,14 @@ def compare(
         wrong = int(np.sum(got != exp))
         if wrong == 0:
             return Verdict(True, "", 0.0)
-        return Verdict(
-            False,
-            f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同{_first_index(got != exp)}。",
-            float(wrong),
-        )
+        named = [
+            _mistake_message(name, messages)
+            for name, alt in (mistakes or {}).items()
+            if np.shape(alt) == exp.shape and np.array_equal(np.asarray(alt, dtype=np.float64), got)
+        ]
+        text = f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同{_first_index(got != exp)}。"
+        # several catalogued mistakes can give the same integers on one case: name each of them
+        return Verdict(False, text + "也可能是：".join(named), float(wrong))
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
     tol = tolerance(kind) if rtol is None else float(rtol)

@@ -124,6 +124,28 @@ def test_every_mistake_carries_its_own_message():
         Mistake("  ", lambda: 0)
 
 
+def _numbers(value):
+    if isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+    else:
+        yield value
+
+
+def test_counts_indices_and_modes_are_compared_as_integers():
+    # an output whose reference is integers on every case (a count, an index, a mode) is compared by
+    # equality, and its feedback names how many entries differ and where, and the mistake it matches,
+    # instead of a relative error against a float tolerance
+    from autograder.verdict import data
+
+    for exercise in EXERCISES:
+        for name, spec in data.load(exercise).items():
+            for j, output in enumerate(spec["outputs"]):
+                values = [v for case in spec["cases"] for v in _numbers(case["expected"][j])]
+                integers = bool(values) and all(type(v) is int for v in values)
+                assert integers == (output["kind"] == "integer"), f"{exercise}.{name}: {output['label']}"
+
+
 @pytest.mark.parametrize("md", sources.source_notebooks(), ids=lambda p: p.stem)
 def test_points_stated_in_the_text_are_the_points_awarded(md):
     """A heading like 简答题（4 分，人工评分） or 第 1 题（2 分） states the points of the written answer after it."""

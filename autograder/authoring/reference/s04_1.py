@@ -71,7 +71,7 @@ _S04_1_EX1_CHECKS = (
         _cases,
         reference=lambda u, dt: (analytic_grad(u, dt), 2 * len(u)),
         # the count alone is easy to get right: the gradient carries two thirds of each case
-        outputs=(Output("中心差分梯度", "finite_difference", weight=2.0), Output("仿真次数", weight=1.0)),
+        outputs=(Output("中心差分梯度", "finite_difference", weight=2.0), Output("仿真次数", "integer", weight=1.0)),
         mistakes={
             "explicit_euler": Mistake(
                 messages.EXPLICIT_EULER, lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))
@@ -117,6 +117,10 @@ S041_MEAN = "结果与“对平方误差取平均”吻合：本题的损失是�
 S041_TERMINAL_ONLY = "结果与只用终点灵敏度 ∂x_N/∂p（2×3 矩阵，秩至多为 2）吻合：要把 k = 0..N 每个时刻的 ∂x_k/∂p 纵向堆叠成 2(N+1)×3 的矩阵再求秩。"
 S041_NO_THRESHOLD = (
     "把舍入误差量级（约 1e-16 倍）的奇异值也算进了秩：数值秩只数 σ_i > rtol·σ_max 的奇异值（rtol = 1e-6）。"
+)
+S041_MATRIX_RANK_DEFAULT = (
+    "数值秩与 np.linalg.matrix_rank 的默认阈值（约 σ_1·矩阵边长·机器精度）吻合：题目规定的阈值是 rtol·σ_1。"
+    "这个测试里有奇异值远小于 rtol·σ_1、却远大于机器精度：参数在数值上几乎分辨不出来，应当算作秩亏。"
 )
 
 
@@ -170,10 +174,12 @@ def fb_sysid_loss_and_grad(p, us, xs, *, x0_zero=False, position_only=False, mea
     return loss, grad
 
 
-def fb_sensitivity_rank(p, us, x0, rtol=FB_RTOL, terminal_only=False, no_threshold=False):
+def fb_sensitivity_rank(p, us, x0, rtol=FB_RTOL, terminal_only=False, no_threshold=False, numpy_default=False):
     """Numerical rank of the stacked sensitivities [dx_0/dp; ...; dx_N/dp] (shape 2(N+1) x 3)."""
     s = _fb(p, us, x0)[1]
     mat = s[-1] if terminal_only else s.reshape(-1, s.shape[-1])
+    if numpy_default:
+        return int(np.linalg.matrix_rank(mat))
     sv = np.linalg.svd(mat, compute_uv=False)
     if no_threshold:
         return int(np.sum(sv > 0.0))
@@ -218,6 +224,7 @@ def _fb_sysid_cases():
 def _fb_rank_cases():
     rng = case_rng(104_104)
     p1, p2, p3, p4 = (rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6) for _ in range(4))
+    p5 = rng.uniform([0.6, 0.1, 0.3], [1.6, 0.5, 0.8]).round(6)  # drawn last: the cases above stay as they were
     v1 = -0.6  # constant velocity: the force that exactly balances friction at v1
     u1 = p1[1] * v1 + p1[2] * np.tanh(v1 / FB_V_SMOOTH)
     return [
@@ -225,6 +232,9 @@ def _fb_rank_cases():
         {"p": p2, "us": np.zeros(120), "x0": np.array([0.0, 0.9])},  # coast-down, no force: rank 2
         {"p": p3, "us": _multisine(rng, 150), "x0": np.array([0.0, 0.0])},  # rank 3
         {"p": p4, "us": _multisine(rng, 200), "x0": np.array([0.1, 0.3])},  # rank 3
+        # a whisper of excitation: |v| << v_s, where tanh is linear and f_c acts like extra damping. sigma_3 is
+        # about 1e-8 sigma_1, between RTOL and np.linalg.matrix_rank's default threshold (~1e-13): rank 2
+        {"p": p5, "us": 1e-3 * _multisine(rng, 150), "x0": np.array([0.0, 0.0])},
     ]
 
 
@@ -283,13 +293,16 @@ _S04_1_EX2_CHECKS = (
         "sensitivity_rank",
         _fb_rank_cases,
         reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
-        outputs=(Output("数值秩", "exact"),),
+        outputs=(Output("数值秩", "integer"),),
         mistakes={
             "s041_terminal_only": Mistake(
                 S041_TERMINAL_ONLY, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True)
             ),
             "s041_no_threshold": Mistake(
                 S041_NO_THRESHOLD, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True)
+            ),
+            "s041_matrix_rank_default": Mistake(
+                S041_MATRIX_RANK_DEFAULT, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, numpy_default=True)
             ),
         },
     ),
@@ -337,6 +350,19 @@ EXERCISES = (
                 keep=("sysid_loss_answer", "sysid_grad_answer", "sensitivity_rank_answer"),
                 edits={
                     "simulate_answer": [(", coulomb=p[2], v_smooth=V_SMOOTH)", ", coulomb=p[2])")],
+                },
+            ),
+            # np.linalg.matrix_rank with its default tolerance (~1e-13 sigma_1, not RTOL sigma_1)
+            WrongAnswer(
+                "matrix_rank",
+                keep=("simulate_answer", "sysid_loss_answer", "sysid_grad_answer"),
+                edits={
+                    "sensitivity_rank_answer": [
+                        (
+                            "return int(np.sum(sigma > rtol * sigma[0]))",
+                            "return int(np.linalg.matrix_rank(np.asarray(stacked).reshape(-1, 3)))",
+                        )
+                    ],
                 },
             ),
             # mean instead of sum in the loss, and the rank of the terminal sensitivity dx_N/dp only

@@ -267,7 +267,7 @@ _S04_6_EX2_CHECKS = (
         "directional_checks",
         _direction_cases,
         reference=directional_checks,
-        outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "exact")),
+        outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "integer")),
         mistakes={
             "s046_not_normalised": Mistake(
                 S046_NOT_NORMALISED,

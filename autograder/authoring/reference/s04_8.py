@@ -301,7 +301,7 @@ _S04_8_EX1_CHECKS = (
         "find_plateau",
         _plateau_cases,
         reference=find_plateau,
-        outputs=(Output("平台起点下标 start"), Output("平台终点下标 stop")),
+        outputs=(Output("平台起点下标 start", "integer"), Output("平台终点下标 stop", "integer")),
         mistakes={
             "s048_plateau_last_tie": Mistake(S048_PLATEAU_LAST_TIE, _plateau_last_tie),
             "s048_plateau_first_run": Mistake(S048_PLATEAU_FIRST_RUN, _plateau_first_run),
@@ -442,7 +442,7 @@ _S04_8_EX2_CHECKS = (
         reference=plateau_starts,
         # An integer per beta, graded exactly: the cases assert that the start is the same for the
         # reference and a Python-loop sweep and for 0.8 tol ... 1.25 tol (the deciding entries are truncation errors).
-        outputs=(Output("各 β 下平台起点的下标"),),
+        outputs=(Output("各 β 下平台起点的下标", "integer"),),
         mistakes={
             "s048_start_is_best": Mistake(S048_START_IS_BEST, _starts_variant(lambda r: int(np.argmin(r)))),
             "s048_start_is_stop": Mistake(S048_START_IS_STOP, _starts_variant(lambda r: find_plateau(r, TOL)[1])),
@@ -588,13 +588,13 @@ def _train_cases():
 
 
 _LOG_OUTPUTS = tuple(
-    Output(label, "exact", rtol=_rtol)
+    Output(label, "integer" if _rtol is None else "exact", rtol=_rtol)
     for label, _rtol in (
         ("损失 loss", 1e-8),
         ("任务项 task", 1e-8),
         ("控制代价项 effort", 1e-8),
         ("裁剪前的梯度范数 grad_norm", 1e-8),
-        ("接触数 contact_count", None),
+        ("接触数 contact_count", None),  # a count: compared as an integer
         ("最大穿透 max_penetration", 1e-8),
         ("接触残差 residual", 1e-8),
         ("更新步长 step_size", 1e-8),
