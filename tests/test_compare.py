@@ -122,7 +122,6 @@ def test_integer_kind_counts_mismatches_without_float_diagnoses():
     assert not compare(np.array([-1, 0, -2]), ref, kind="integer").message.count("负号")
 
 
-
 def test_integer_kind_names_every_catalogued_mistake_it_matches():
     ref = np.array([2])
     mistakes = {"no_threshold": np.array([3]), "default_tol": np.array([3]), "terminal": np.array([1])}
@@ -132,6 +131,7 @@ def test_integer_kind_names_every_catalogued_mistake_it_matches():
     assert "阈值为零。也可能是：默认阈值。" in verdict.message and "只看终点" not in verdict.message
     assert "只看终点。" in compare(np.array([1]), ref, kind="integer", mistakes=mistakes, messages=messages).message
     assert compare(np.array([7]), ref, kind="integer", mistakes=mistakes, messages=messages).message.endswith("(0,)。")
+
 
 def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):
     import json

@@ -400,7 +400,11 @@ _MINI_DIFFSIM_P1_CHECKS += (
         "step_check",
         _check_cases,
         reference=step_check,
-        outputs=(Output("AD 方向导数"), Output("中心差分 FD(ε)", rtol=STEP_FD_RTOL), Output("误差平台 [start, stop]", "integer")),
+        outputs=(
+            Output("AD 方向导数"),
+            Output("中心差分 FD(ε)", rtol=STEP_FD_RTOL),
+            Output("误差平台 [start, stop]", "integer"),
+        ),
         mistakes={
             "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _step_check_variant(scheme="forward")),
             "mds_direction_unnormalised": Mistake(MDS_DIRECTION_UNNORMALISED, _step_check_variant(normalise=False)),

@@ -338,7 +338,9 @@ def _shac_run(seed, horizon, n_iterations, switches, loop):
         episode = jnp.where(episode_by_iteration, i, i // n_windows)
         starts = jnp.where(new_episode, shac_episode_starts(seed, episode), starts)
         (loss, x_end), g = value_and_grad(theta, starts)
-        opt_state = jax.tree.map(lambda fresh, kept: jnp.where(optimizer_reinit, fresh, kept), opt.init(theta), opt_state)
+        opt_state = jax.tree.map(
+            lambda fresh, kept: jnp.where(optimizer_reinit, fresh, kept), opt.init(theta), opt_state
+        )
         updates, opt_state = opt.update(g, opt_state, theta)
         return (optax.apply_updates(theta, updates), opt_state, x_end), (jnp.linalg.norm(g), loss)
 
