@@ -57,6 +57,10 @@ S044_RATIO_INVERTED = "比值与 λ_n/|λ_t| 一致：比值写反了，应为�
 S044_RATIO_SIGNED = "比值与 λ_t/λ_n（没取绝对值）一致：切向力有正有负，比值要用 |λ_t|/λ_n。"
 S044_FORCE_IS_IMPULSE = "法向力与冲量 p_n 的数值相同：忘了除以步长 h（冲量 N·s 换算成这一步的平均力 N）。"
 S044_MODE_SWAPPED = "模式编码与参考值相比 1 和 2 对调了：约定 1 = sticking（严格在摩擦锥内），2 = sliding（在锥面上）。"
+S044_CONE_NO_MARGIN = (
+    "接触模式与不带容差的判断 |p_t| ≥ μ·p_n 吻合：求解器给出的滑动接触落在锥面上，但舍入误差常让 |p_t| 比 μ·p_n "
+    "小一两个最低位，于是被误判成 sticking。题目规定用 |p_t| ≥ (1 − 1e-6)·μ·p_n 判断，浮点数比较要留容差。"
+)
 S044_IDS_ACTIVE = "列出的是“正在接触”的接触点，而不是“这一步模式发生改变”的接触点：要与 prev_mode 比较。"
 S044_IDS_ONE_BASED = "接触编号整体多了 1：编号从 0 开始（0 = 地面，1 = 墙）。"
 S044_GRAD_NO_TRANSPOSE = "梯度范数与 ‖A_k·λ_{k+1}‖ 一致：伴随递推要用转置，∂L/∂x_k = A_kᵀ·∂L/∂x_{k+1}。"
@@ -371,13 +375,14 @@ def _log(
     mode_codes=(0, 1, 2),
     ids="switched",
     grad="adjoint",
+    cone_margin=SLIP_TOL,
 ):
     """One log row; the keyword arguments select the mistaken variants."""
     p_n = np.asarray(contact["p_n"], dtype=np.float64)
     p_t = np.asarray(contact["p_t"], dtype=np.float64)
     mu = np.asarray(contact["mu"], dtype=np.float64)
     active = p_n > 0
-    sliding = np.abs(p_t) >= (1.0 - SLIP_TOL) * mu * p_n
+    sliding = np.abs(p_t) >= (1.0 - cone_margin) * mu * p_n
     mode = np.where(active, np.where(sliding, mode_codes[2], mode_codes[1]), mode_codes[0]).astype(np.int64)
     true_mode = np.where(active, np.where(sliding, 2, 1), 0)
     changed = np.flatnonzero(true_mode != np.asarray(prev_mode))
@@ -516,6 +521,7 @@ _S04_4_EX3_CHECKS = (
             "s044_ratio_signed": Mistake(S044_RATIO_SIGNED, lambda **kw: _log(**kw, ratio="signed")),
             "s044_force_is_impulse": Mistake(S044_FORCE_IS_IMPULSE, lambda **kw: _log(**kw, force="impulse")),
             "s044_mode_swapped": Mistake(S044_MODE_SWAPPED, lambda **kw: _log(**kw, mode_codes=(0, 2, 1))),
+            "s044_cone_no_margin": Mistake(S044_CONE_NO_MARGIN, lambda **kw: _log(**kw, cone_margin=0.0)),
             "s044_ids_active": Mistake(S044_IDS_ACTIVE, lambda **kw: _log(**kw, ids="active")),
             "s044_ids_one_based": Mistake(S044_IDS_ONE_BASED, lambda **kw: _log(**kw, ids="one_based")),
             "s044_grad_no_transpose": Mistake(S044_GRAD_NO_TRANSPOSE, lambda **kw: _log(**kw, grad="no_transpose")),
@@ -636,6 +642,18 @@ EXERCISES = (
                         (
                             "ratio = np.where(touching, np.abs(p_t) / np.where(touching, p_n, 1.0), 0.0)",
                             "ratio = np.where(p_t != 0, p_n / np.where(p_t != 0, np.abs(p_t), 1.0), 0.0)",
+                        )
+                    ],
+                },
+            ),
+            # the friction cone tested without its margin: rounding turns sliding contacts into sticking ones
+            WrongAnswer(
+                "不带容差",
+                edits={
+                    "log_step_answer": [
+                        (
+                            "on_cone = np.abs(p_t) >= (1.0 - 1e-6) * mu * p_n",
+                            "on_cone = np.abs(p_t) >= mu * p_n",
                         )
                     ],
                 },
