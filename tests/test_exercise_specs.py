@@ -124,6 +124,29 @@ def test_every_mistake_carries_its_own_message():
         Mistake("  ", lambda: 0)
 
 
+#: working-time estimates not derived from stars (30 minutes a star): the project stages and chapter-end ones
+UNSTARRED_MINUTES = {
+    "mini_diffsim_p1": 90,
+    "mini_diffsim_p2": 90,
+    "mini_diffsim_p3": 90,
+    "mini_diffsim_p4": 60,
+    "s04_end_exA": 60,
+    "s04_end_exB": 60,
+    "s04_end_exC": 90,
+}
+
+
+@pytest.mark.parametrize("md", sources.source_notebooks(), ids=lambda p: p.stem)
+def test_every_notebook_header_states_a_time_estimate(md):
+    text = md.read_text(encoding="utf-8")
+    title = re.search(r"^# .*$", text, re.M)
+    assert title, md.name
+    estimate = re.search(r"预计用时：约 (\d+) 分钟", text[title.end() : title.end() + 200])
+    assert estimate, f"{md.name}: the header needs **预计用时：约 N 分钟** right under the title"
+    stars = title.group(0).count("⭐")
+    assert int(estimate.group(1)) == UNSTARRED_MINUTES.get(md.stem, 30 * stars), md.name
+
+
 def _numbers(value):
     if isinstance(value, list):
         for item in value:
