@@ -61,9 +61,11 @@ def run_public_checks(exercise: str, answers: dict[str, str]) -> dict[str, cours
     def recording_check(ex, name, fn):
         scored[name] = public_result(ex, name, fn)
 
-    for cell in [c for c in jupytext.read(source_path(exercise)).cells if c.cell_type == "code"][done:]:
+    for i, cell in enumerate([c for c in jupytext.read(source_path(exercise)).cells if c.cell_type == "code"]):
+        if i < done:
+            continue
         gid = _gid(cell)
-        source = answers.get(gid, released.get(gid, cell.source))
+        source = answers.get(gid, released.get(gid, cell.source)) if gid else cell.source
         if gid == "public_checks":
             original, course_check.check = course_check.check, recording_check
             try:
@@ -71,7 +73,10 @@ def run_public_checks(exercise: str, answers: dict[str, str]) -> dict[str, cours
             finally:
                 course_check.check = original
             return scored
-        exec(compile(source, f"{exercise}:{gid}", "exec"), namespace)
+        try:  # a blank or wrong earlier stage may raise here; the student runs on, as grading does
+            exec(compile(source, f"{exercise}:{gid or i}", "exec"), namespace)
+        except Exception:  # noqa: BLE001
+            pass
     raise AssertionError(f"{exercise} has no public_checks cell")
 
 
@@ -86,8 +91,6 @@ def reference_answers(exercise: str) -> dict[str, str]:
 
 def test_every_notebook_with_autograded_checks_has_a_public_cell_calling_each_check():
     for exercise, spec in exercises().items():
-        if exercise.startswith(("mini_diffsim_p2", "mini_diffsim_p3", "mini_diffsim_p4")):
-            continue  # their graded calls go through kernel-side adapters students do not have (yet)
         assert exercise in WITH_PUBLIC_CELL, exercise
         text = source_path(exercise).read_text(encoding="utf-8")
         for check in spec.checks:

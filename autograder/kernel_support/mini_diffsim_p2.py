@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import course_lib as cl
+from course_check.adapters import with_pieces
 
 #: the plateau threshold of the chapter, 100 sqrt(eps) in float64 (cl.default_tolerance)
 PLATEAU_TOL = cl.default_tolerance(np.float64)
@@ -27,13 +28,7 @@ def find_plateau(rel_errors, tol=PLATEAU_TOL):
 
 def graded(name: str, student_fn):
     """The student's function as the hidden cell of check ``mini_diffsim_p2.<name>`` calls it."""
-    # positional, in the template's order, like every graded call (course_check.calling)
-    if name == "contact_sweep":
-        return lambda law, ks, beta, y0, v0, h, n_steps: student_fn(
-            law, ks, beta, y0, v0, h, n_steps, cl.semi_implicit_euler
-        )
-    if name == "boundary_check":
-        return lambda law, x0, beta, direction, eps_list: student_fn(
-            law, x0, beta, direction, eps_list, cl.semi_implicit_euler, find_plateau
-        )
-    raise KeyError(f"no wiring for mini_diffsim_p2.{name}")
+    pieces = {"contact_sweep": (cl.semi_implicit_euler,), "boundary_check": (cl.semi_implicit_euler, find_plateau)}
+    if name not in pieces:
+        raise KeyError(f"no wiring for mini_diffsim_p2.{name}")
+    return with_pieces(student_fn, *pieces[name])

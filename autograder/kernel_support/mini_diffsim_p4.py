@@ -10,6 +10,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from course_check.adapters import stage4_panel
+
 from autograder.kernel_support.mini_diffsim_common import (
     W_PEN,
     W_U,
@@ -60,13 +62,10 @@ def window_loss(theta, x_starts, horizon, step=task_step, terminal_value=zero_va
 
 def graded(name: str, student_fn):
     """The student's function as the hidden cell of check ``mini_diffsim_p4.<name>`` calls it."""
-    if name == "panel_data":
+    if name != "panel_data":
+        raise KeyError(f"no wiring for mini_diffsim_p4.{name}")
 
-        def panel(horizon, n_iterations, seed, value):
-            def loss_fn(theta, x_starts, h):
-                return window_loss(theta, x_starts, h, task_step, terminal_value(value))
+    def loss_for_value(value):
+        return lambda theta, x_starts, h: window_loss(theta, x_starts, h, task_step, terminal_value(value))
 
-            return student_fn(int(horizon), int(n_iterations), int(seed), loss_fn, task_force)
-
-        return panel
-    raise KeyError(f"no wiring for mini_diffsim_p4.{name}")
+    return stage4_panel(student_fn, loss_for_value, task_force)
