@@ -14,7 +14,7 @@ import pytest
 
 from autograder.authoring import sources
 from autograder.authoring.reference import EXERCISES, WRONG_ANSWERS
-from autograder.authoring.registry import Mistake
+from autograder.authoring.registry import Check, Mistake, Variant
 
 REFERENCE_DIR = Path(sources.__file__).parent / "reference"
 NOTEBOOKS = [md.stem for md in sources.source_notebooks()]
@@ -167,6 +167,25 @@ def test_counts_indices_and_modes_are_compared_as_integers():
                 values = [v for case in spec["cases"] for v in _numbers(case["expected"][j])]
                 integers = bool(values) and all(type(v) is int for v in values)
                 assert integers == (output["kind"] == "integer"), f"{exercise}.{name}: {output['label']}"
+
+
+def test_a_variant_is_the_reference_with_other_keywords():
+    def scaled(x, factor=1.0, shift=0.0):
+        return factor * x + shift
+
+    check = Check(
+        "f",
+        lambda: [{"x": 2.0}],
+        reference=lambda x: scaled(x),
+        variant_of=scaled,
+        mistakes={"doubled": Variant("乘了两次。", factor=2.0), "own": Mistake("加了一。", lambda x: x + 1)},
+    )
+    assert all(isinstance(m, Mistake) for m in check.mistakes.values())
+    assert check.mistakes["doubled"].fn(x=2.0) == 4.0 and check.mistakes["doubled"].message == "乘了两次。"
+    assert check.mistakes["own"].fn(x=2.0) == 3.0
+    # without variant_of a Variant switches the reference itself
+    plain = Check("g", lambda: [], reference=scaled, mistakes={"shifted": Variant("多加了常数。", shift=1.0)})
+    assert plain.mistakes["shifted"].fn(x=2.0) == 3.0
 
 
 @pytest.mark.parametrize("md", sources.source_notebooks(), ids=lambda p: p.stem)

@@ -5,8 +5,8 @@ notebook itself does not say:
 
 * its graded :class:`Check` s: which student function is called on which hidden inputs (seeded,
   so reference data regenerates identically), the reference implementation, how each returned
-  component is compared, and the known mistakes, each a :class:`Mistake` carrying its own Chinese
-  message;
+  component is compared, and the known mistakes, each a :class:`Mistake` (any function) or a
+  :class:`Variant` (the reference with other keyword arguments) carrying its own Chinese message;
 * the constants the reference shares with the notebook's ``setup`` cell (a test compares them);
 * plausible :class:`WrongAnswer` s, as exact-once edits of the notebook's own solution cells.
 
@@ -18,6 +18,7 @@ source ``.md`` (:func:`autograder.authoring.sources.check_points`). Specs live i
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -48,6 +49,21 @@ class Mistake:
             raise ValueError("a mistake needs a message")
 
 
+class Variant:
+    """A known mistake that is the check's own reference with other keyword arguments.
+
+    ``Variant(message, ratio="inverted")`` in a check's ``mistakes`` stands for
+    ``Mistake(message, functools.partial(check.variant_of, ratio="inverted"))``: the reference module writes
+    the mistake as a switch of its parametrised reference, instead of a factory or a lambda per mistake.
+    """
+
+    def __init__(self, message: str, **kwargs):
+        self.message, self.kwargs = message, kwargs
+
+    def mistake(self, variant_of: Callable) -> Mistake:
+        return Mistake(self.message, functools.partial(variant_of, **self.kwargs))
+
+
 @dataclass(frozen=True)
 class Check:
     """A graded check of one student function.
@@ -61,7 +77,9 @@ class Check:
             :func:`~autograder.authoring.cases.drawing_public`, gives the check's public cases.
         reference: ``reference(**inputs)`` -> value, or tuple of values matching ``outputs``.
         outputs: how each returned component is compared (one entry if not a tuple).
-        mistakes: ``{mistake name: Mistake}``.
+        mistakes: ``{mistake name: Mistake or Variant}`` (a :class:`Variant` becomes a :class:`Mistake` of
+            ``variant_of``).
+        variant_of: the parametrised reference that :class:`Variant` mistakes switch (default: ``reference``).
         nonfinite_hint: Chinese explanation added to the feedback when a result holds NaN/Inf
             (e.g. why a naive formula overflows on this check's hidden inputs).
         exercise: notebook id, filled in by the :class:`Exercise` that holds the check.
@@ -74,10 +92,14 @@ class Check:
     mistakes: Mapping[str, Mistake] = field(default_factory=dict)
     nonfinite_hint: str = ""
     exercise: str = ""
+    variant_of: Callable | None = None
 
     def __post_init__(self):
         if any(o.weight <= 0 for o in self.outputs):
             raise ValueError(f"check {self.name}: an output's weight must be positive")
+        variant_of = self.variant_of or self.reference
+        resolved = {n: m.mistake(variant_of) if isinstance(m, Variant) else m for n, m in self.mistakes.items()}
+        object.__setattr__(self, "mistakes", resolved)  # frozen: set once, here
         for name, mistake in self.mistakes.items():
             if not isinstance(mistake, Mistake):
                 raise TypeError(f"check {self.name}: mistake {name!r} must be a Mistake(message, fn)")

@@ -11,7 +11,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 ROLLOUTS_N = "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。"
 ROLLOUTS_ONE = "仿真次数是 1：多半是用 jax.vmap 把全部扰动放进了一次调用。批量计算并不省仿真，2N 条扰动轨迹一条也没少，题目数的是仿真的条数：中心差分要 2N 次。"
@@ -293,17 +293,12 @@ _S04_1_EX2_CHECKS = (
         "sensitivity_rank",
         _fb_rank_cases,
         reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
+        variant_of=fb_sensitivity_rank,
         outputs=(Output("数值秩", "integer"),),
         mistakes={
-            "s041_terminal_only": Mistake(
-                S041_TERMINAL_ONLY, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, terminal_only=True)
-            ),
-            "s041_no_threshold": Mistake(
-                S041_NO_THRESHOLD, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, no_threshold=True)
-            ),
-            "s041_matrix_rank_default": Mistake(
-                S041_MATRIX_RANK_DEFAULT, lambda p, us, x0: fb_sensitivity_rank(p, us, x0, numpy_default=True)
-            ),
+            "s041_terminal_only": Variant(S041_TERMINAL_ONLY, terminal_only=True),
+            "s041_no_threshold": Variant(S041_NO_THRESHOLD, no_threshold=True),
+            "s041_matrix_rank_default": Variant(S041_MATRIX_RANK_DEFAULT, numpy_default=True),
         },
     ),
 )

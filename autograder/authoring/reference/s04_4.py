@@ -24,7 +24,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring.cases import case_rng, case_value
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -509,6 +509,7 @@ _S04_4_EX3_CHECKS = (
         "log_step",
         _log_cases,
         reference=log_step,
+        variant_of=_log,
         outputs=(
             Output("模式切换的接触编号 contact_ids", "integer"),
             Output("法向力 normal_force", "exact"),
@@ -517,16 +518,16 @@ _S04_4_EX3_CHECKS = (
             Output("梯度范数 grad_norm", "exact"),
         ),
         mistakes={
-            "s044_ratio_inverted": Mistake(S044_RATIO_INVERTED, lambda **kw: _log(**kw, ratio="inverted")),
-            "s044_ratio_signed": Mistake(S044_RATIO_SIGNED, lambda **kw: _log(**kw, ratio="signed")),
-            "s044_force_is_impulse": Mistake(S044_FORCE_IS_IMPULSE, lambda **kw: _log(**kw, force="impulse")),
-            "s044_mode_swapped": Mistake(S044_MODE_SWAPPED, lambda **kw: _log(**kw, mode_codes=(0, 2, 1))),
-            "s044_cone_no_margin": Mistake(S044_CONE_NO_MARGIN, lambda **kw: _log(**kw, cone_margin=0.0)),
-            "s044_ids_active": Mistake(S044_IDS_ACTIVE, lambda **kw: _log(**kw, ids="active")),
-            "s044_ids_one_based": Mistake(S044_IDS_ONE_BASED, lambda **kw: _log(**kw, ids="one_based")),
-            "s044_grad_no_transpose": Mistake(S044_GRAD_NO_TRANSPOSE, lambda **kw: _log(**kw, grad="no_transpose")),
-            "s044_grad_next": Mistake(S044_GRAD_NEXT, lambda **kw: _log(**kw, grad="next")),
-            "s044_grad_jacobian_norm": Mistake(S044_GRAD_JACOBIAN_NORM, lambda **kw: _log(**kw, grad="jacobian")),
+            "s044_ratio_inverted": Variant(S044_RATIO_INVERTED, ratio="inverted"),
+            "s044_ratio_signed": Variant(S044_RATIO_SIGNED, ratio="signed"),
+            "s044_force_is_impulse": Variant(S044_FORCE_IS_IMPULSE, force="impulse"),
+            "s044_mode_swapped": Variant(S044_MODE_SWAPPED, mode_codes=(0, 2, 1)),
+            "s044_cone_no_margin": Variant(S044_CONE_NO_MARGIN, cone_margin=0.0),
+            "s044_ids_active": Variant(S044_IDS_ACTIVE, ids="active"),
+            "s044_ids_one_based": Variant(S044_IDS_ONE_BASED, ids="one_based"),
+            "s044_grad_no_transpose": Variant(S044_GRAD_NO_TRANSPOSE, grad="no_transpose"),
+            "s044_grad_next": Variant(S044_GRAD_NEXT, grad="next"),
+            "s044_grad_jacobian_norm": Variant(S044_GRAD_JACOBIAN_NORM, grad="jacobian"),
         },
     ),
 )

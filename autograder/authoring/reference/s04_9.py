@@ -25,7 +25,7 @@ import optax
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -352,17 +352,13 @@ def _shac_run(seed, horizon, n_iterations, switches, loop):
     return norms, losses, final
 
 
-def _train_variant(variant=None, loop=None, clipped_norms=False):
-    def fn(horizon, n_iterations, seed):
-        switches = jnp.asarray(_WINDOW_VARIANTS[variant])
-        run = _shac_run(int(seed), int(horizon), int(n_iterations), switches, jnp.asarray(_LOOP_VARIANTS[loop]))
-        norms, losses, final = (np.asarray(a) for a in run)
-        return (np.minimum(norms, SHAC_CLIP) if clipped_norms else norms), losses, final
-
-    return fn
-
-
-train_shac = _train_variant()
+def train_shac(horizon, n_iterations, seed, window=None, loop=None, clipped_norms=False):
+    """(grad norms before clipping, window losses, final episode cost); the keywords select the mistakes
+    (``window``: a key of _WINDOW_VARIANTS, ``loop``: of _LOOP_VARIANTS, ``clipped_norms``: norms after clipping)."""
+    switches = jnp.asarray(_WINDOW_VARIANTS[window])
+    run = _shac_run(int(seed), int(horizon), int(n_iterations), switches, jnp.asarray(_LOOP_VARIANTS[loop]))
+    norms, losses, final = (np.asarray(a) for a in run)
+    return (np.minimum(norms, SHAC_CLIP) if clipped_norms else norms), losses, final
 
 
 #: Simplified-SHAC training checks: (horizon, budget, seed). Budgets are short (grading time is
@@ -404,18 +400,16 @@ _S04_9_EX3_CHECKS = (
             Output("训练后的整回合代价", rtol=SHAC_RTOL),
         ),
         mistakes={
-            "s049_window_no_terminal": Mistake(S049_WINDOW_NO_TERMINAL, _train_variant("no_terminal")),
-            "s049_window_terminal_undiscounted": Mistake(
-                S049_WINDOW_TERMINAL_UNDISCOUNTED, _train_variant("terminal_undiscounted")
+            "s049_window_no_terminal": Variant(S049_WINDOW_NO_TERMINAL, window="no_terminal"),
+            "s049_window_terminal_undiscounted": Variant(
+                S049_WINDOW_TERMINAL_UNDISCOUNTED, window="terminal_undiscounted"
             ),
-            "s049_window_sum_batch": Mistake(S049_WINDOW_SUM_BATCH, _train_variant("sum_batch")),
-            "s049_window_cost_shifted": Mistake(S049_WINDOW_COST_SHIFTED, _train_variant("cost_shifted")),
-            "s049_shac_clipped_norm": Mistake(S049_SHAC_CLIPPED_NORM, _train_variant(clipped_norms=True)),
-            "s049_shac_fresh_starts": Mistake(S049_SHAC_FRESH_STARTS, _train_variant(loop="fresh_starts")),
-            "s049_shac_episode_by_iteration": Mistake(
-                S049_SHAC_EPISODE_BY_ITERATION, _train_variant(loop="episode_by_iteration")
-            ),
-            "s049_shac_optimizer_reinit": Mistake(S049_SHAC_OPTIMIZER_REINIT, _train_variant(loop="optimizer_reinit")),
+            "s049_window_sum_batch": Variant(S049_WINDOW_SUM_BATCH, window="sum_batch"),
+            "s049_window_cost_shifted": Variant(S049_WINDOW_COST_SHIFTED, window="cost_shifted"),
+            "s049_shac_clipped_norm": Variant(S049_SHAC_CLIPPED_NORM, clipped_norms=True),
+            "s049_shac_fresh_starts": Variant(S049_SHAC_FRESH_STARTS, loop="fresh_starts"),
+            "s049_shac_episode_by_iteration": Variant(S049_SHAC_EPISODE_BY_ITERATION, loop="episode_by_iteration"),
+            "s049_shac_optimizer_reinit": Variant(S049_SHAC_OPTIMIZER_REINIT, loop="optimizer_reinit"),
         },
     ),
 )
