@@ -251,7 +251,7 @@ def _foreign_kernelspec(nb):
 
 
 def _skip_everything(nb):
-    # every code cell tagged for grading to skip: the answer and the graded cells still run (a blank answer)
+    # every code cell tagged for grading to skip: the graded cells still run, and find no answer
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.metadata.setdefault("tags", []).append(SKIP_TAG)
@@ -278,7 +278,7 @@ HOSTILE = {
     "escape-sandbox": ("ESCAPE", None, "BLOCKED read-data PermissionError"),
     "edit-graded-cell": ({}, _edit_graded, "NotImplementedError"),
     "delete-graded-cell": ({}, _delete_graded, "NotImplementedError"),
-    "skip-tag-everywhere": ({}, _skip_everything, "NotImplementedError"),
+    "skip-tag-everywhere": ({}, _skip_everything, NO_RECORD),
     # round two: tolerances, every entry point confined, containment (tests/test_untrusted_*.py: files, outputs)
     "float16-zeros": ({CELL: FLOAT16_ZEROS, CELL2: FLOAT16_ZEROS_2}, None, "通过 0/"),
     "foreign-kernelspec": ("ESCAPE", _foreign_kernelspec, "BLOCKED read-data PermissionError"),

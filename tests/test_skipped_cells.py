@@ -91,13 +91,14 @@ def _cell(tags=(), **nbgrader) -> NotebookNode:
     return NotebookNode(cell_type="code", source="x = 1", metadata=meta, outputs=[])
 
 
-def test_a_tag_never_skips_an_answer_or_a_graded_cell():
+def test_a_tag_never_skips_a_graded_cell():
     assert skipped_when_grading(_cell([SKIP_TAG]))
     assert skipped_when_grading(_cell([SKIP_TAG], grade_id="selfcheck", locked=True))
+    assert skipped_when_grading(_cell([SKIP_TAG], grade_id="x_answer", solution=True))  # the student's loss
     assert not skipped_when_grading(_cell())
-    # a submission that tags its graded cells or its answer gains nothing: they run (tests/test_hostile.py)
+    # a submission that tags its graded cells gains nothing: they run; tagging an answer only loses it
+    # (tests/test_hostile.py)
     assert not skipped_when_grading(_cell([SKIP_TAG], grade_id="test_x", grade=True, points=3))
-    assert not skipped_when_grading(_cell([SKIP_TAG], grade_id="x_answer", solution=True))
     markdown = NotebookNode(cell_type="markdown", source="", metadata={"tags": [SKIP_TAG]})
     assert not skipped_when_grading(markdown)
 

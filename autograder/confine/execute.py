@@ -22,10 +22,9 @@
   verified against its manifest before each kernel and handed to it read-only, or left out with the
   reason logged (:mod:`autograder.confine.compile_cache`);
 * code cells tagged :data:`SKIP_TAG` (the public checks, the self-checks, exploration and plots) are not
-  run: they cannot change a mark and would only spend the budgets. A graded or solution cell always runs,
-  whatever its tags (a graded cell that did not run would score zero, never more:
-  :mod:`autograder.verdict.preprocessors`); ``tests/test_skipped_cells.py`` proves that no cell that runs
-  needs a name only a skipped cell defines;
+  run: they cannot change a mark and would only spend the budgets. A graded cell always runs, whatever its tags (a graded cell that did not run would score zero, never more:
+  :mod:`autograder.verdict.preprocessors`; a student who tags an answer cell only loses its functions);
+  ``tests/test_skipped_cells.py`` proves that no cell that runs needs a name only a skipped cell defines;
 * a notebook without any code cell to run (written answers only, as handed in) starts no kernel at all;
 * the time each notebook spends starting its kernel and executing its cells is added to
   :data:`PHASE_SECONDS`, which the class run's workers report per submission.
@@ -66,11 +65,10 @@ SKIPPED = "评分时不运行这个单元（公开检查、自检或探索单元
 
 
 def skipped_when_grading(cell) -> bool:
-    """Whether grading leaves this code cell unrun: it is tagged :data:`SKIP_TAG` and is neither graded nor
-    a solution (the student's answer and the graded cells always run, whatever tags a submission adds)."""
-    nbgrader = cell.metadata.get("nbgrader", {})
+    """Whether grading leaves this code cell unrun: it is tagged :data:`SKIP_TAG` and is not a graded cell
+    (graded cells always run, whatever tags a submission adds)."""
     tagged = SKIP_TAG in cell.metadata.get("tags", [])
-    return cell.cell_type == "code" and tagged and not nbgrader.get("grade") and not nbgrader.get("solution")
+    return cell.cell_type == "code" and tagged and not cell.metadata.get("nbgrader", {}).get("grade")
 
 
 def _error(ename: str, text: str) -> NotebookNode:
