@@ -79,3 +79,39 @@ def test_quick_contact_benchmarks():
     proc = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"run_contact.py --quick failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     assert "all checks passed" in proc.stdout
+
+
+def _run_budget():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "run_budget.py"
+    spec = importlib.util.spec_from_file_location("run_budget", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_budget_benchmark_times_what_grading_runs_with_an_honest_unjitted_jax():
+    """benchmarks/run_budget.py: the cells it times are the ones grading runs, its un-jitted ``lax.scan``
+    is the real one as a Python loop, and a whole notebook runs through it without error."""
+    import jax
+    import jax.numpy as jnp
+
+    budget = _run_budget()
+    cells = budget.running_cells("s04_7_ex1")
+    labels = [label for label, _, _ in cells]
+    assert "public_checks" not in labels and "selfcheck" not in labels
+    assert {"setup", "adjoint_pass_answer", "test_adjoint_pass"} <= set(labels)
+    assert [label for label, _, solution in cells if solution] == ["adjoint_pass_answer", "pendulum_adjoint_answer"]
+
+    shim, lax = budget._unjitted_jax()
+    f = lambda c, x: (c * 0.5 + x["a"], {"c": c, "x": x["a"] ** 2})  # noqa: E731
+    xs = {"a": jnp.arange(5.0)}
+    for reverse in (False, True):
+        want, got = jax.lax.scan(f, 1.0, xs, reverse=reverse), lax.scan(f, 1.0, xs, reverse=reverse)
+        assert jax.tree.all(jax.tree.map(lambda a, b: bool(jnp.allclose(a, b)), want, got))
+    assert shim.jit(f) is f and shim.jit(static_argnames="n")(f) is f and shim.vmap is jax.vmap
+
+    for jit in (True, False):
+        run = budget.time_one("s04_7_ex1", jit)
+        assert run["error"] == "" and set(run["cells"]) == set(labels), run

@@ -22,7 +22,8 @@
   verified against its manifest before each kernel and handed to it read-only, or left out with the
   reason logged (:mod:`autograder.confine.compile_cache`);
 * code cells tagged :data:`SKIP_TAG` (the public checks, the self-checks, exploration and plots) are not
-  run: they cannot change a mark and would only spend the budgets. A graded cell always runs, whatever its tags (a graded cell that did not run would score zero, never more:
+  run: they cannot change a mark and would only spend the budgets. A graded cell always runs, whatever
+  its tags (a graded cell that did not run would score zero, never more:
   :mod:`autograder.verdict.preprocessors`; a student who tags an answer cell only loses its functions);
   ``tests/test_skipped_cells.py`` proves that no cell that runs needs a name only a skipped cell defines;
 * a notebook without any code cell to run (written answers only, as handed in) starts no kernel at all;
