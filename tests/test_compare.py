@@ -131,6 +131,12 @@ def test_integer_kind_names_every_catalogued_mistake_it_matches():
     assert "阈值为零。也可能是：默认阈值。" in verdict.message and "只看终点" not in verdict.message
     assert "只看终点。" in compare(np.array([1]), ref, kind="integer", mistakes=mistakes, messages=messages).message
     assert compare(np.array([7]), ref, kind="integer", mistakes=mistakes, messages=messages).message.endswith("(0,)。")
+    # a plateau's edges: one entry of the mistake's own indices moved (rounding), the other three match
+    starts, stops = np.array([3, 4, 6, 8]), np.array([9, 11, 12, 14])
+    near = compare(np.array([9, 11, 13, 14]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
+    assert near.message.endswith("取成了终点。")
+    far = compare(np.array([9, 11, 13, 15]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
+    assert "终点" not in far.message
 
 
 def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):
