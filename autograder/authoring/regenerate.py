@@ -25,7 +25,9 @@ of cases are unchanged and measures only the others, so it costs one reference r
 Every regeneration refuses (:class:`ToleranceError`, naming the check) a tolerance that does not
 clearly separate correct answers from a catalogued mistake: a mistake whose result on some hidden
 case lies between 1/:data:`OVERLAP` and :data:`OVERLAP` tolerances from the reference
-(:func:`tolerance_problems`).
+(:func:`tolerance_problems`). It also refuses (:class:`HintError`) a check whose hidden inputs overflow
+a naive softplus or sigmoid but which has no non-finite hint, or the other way round
+(:mod:`autograder.authoring.naive_math`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import numpy as np
 
 from autograder.authoring import spread as spread_
 from autograder.authoring.cases import drawing_public
+from autograder.authoring.naive_math import hint_problems
 from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
 from autograder.authoring.sources import check_points, defines, graded_callable, template_signature
@@ -62,6 +65,10 @@ class ToleranceError(ValueError):
     """A check whose tolerance cannot tell correct answers (on any machine) from a catalogued mistake."""
 
 
+class HintError(ValueError):
+    """A check whose non-finite hint does not fit its hidden inputs (:func:`autograder.authoring.naive_math.hint_problems`)."""
+
+
 def _plain(value):
     """numpy/JAX values to JSON-ready Python (floats keep their exact shortest repr)."""
     if isinstance(value, (list, tuple)):
@@ -80,11 +87,12 @@ def _components(check: Check, value):
     return list(value) if len(check.outputs) > 1 else [value]
 
 
-def compute_cases(check: Check, public: bool = False) -> list[dict]:
+def compute_cases(check: Check, public: bool = False, inputs: list[dict] | None = None) -> list[dict]:
     """Per hidden (or ``public``) case of ``check``: its inputs, expected values and known-mistake values (JSON-ready).
 
-    The public cases are computed entirely inside :func:`~autograder.authoring.cases.drawing_public`, so a
-    reference that looks up how its case was drawn (e.g. the true parameters of an experiment) finds it.
+    ``inputs`` are the cases ``check.cases()`` draws, when the caller has drawn them already. The public cases
+    are computed entirely inside :func:`~autograder.authoring.cases.drawing_public`, so a reference that looks
+    up how its case was drawn (e.g. the true parameters of an experiment) finds it.
     """
     with drawing_public() if public else contextlib.nullcontext():
         return [
@@ -95,7 +103,7 @@ def compute_cases(check: Check, public: bool = False) -> list[dict]:
                     name: _plain(_components(check, m.fn(**inputs))) for name, m in sorted(check.mistakes.items())
                 },
             }
-            for inputs in check.cases()
+            for inputs in (check.cases() if inputs is None else inputs)
         ]
 
 
@@ -302,14 +310,18 @@ def regenerate(
             spread stored in ``spread_from`` where it still fits and measure only the rest.
         variants: environments of the spread measurement (default :data:`autograder.authoring.spread.VARIANTS`).
 
-    Nothing is written when a check's tolerances are refused (:class:`ToleranceError`).
+    Nothing is written when a check is refused (:class:`ToleranceError`, :class:`HintError`).
     """
     by_exercise: dict[str, list[Check]] = {}
     for check in all_checks().values():
         by_exercise.setdefault(check.exercise, []).append(check)
     chosen = sorted(exercises or by_exercise)
     checks = [check for exercise in chosen for check in by_exercise[exercise]]
-    cases = {check.key: compute_cases(check) for check in checks}
+    hidden = {check.key: check.cases() for check in checks}
+    cases = {check.key: compute_cases(check, inputs=hidden[check.key]) for check in checks}
+    problems = [p for check in checks for p in hint_problems(check, hidden[check.key])]
+    if problems:
+        raise HintError("\n".join(problems))
     public = {check.key: compute_cases(check, public=True) for check in checks}
     spreads = _spreads(checks, cases, measure, spread_from, variants)
     data, shipped = {}, {}

@@ -10,7 +10,7 @@ starts. The kernel may then
 * read ``course_lib`` and the few ``autograder`` files a graded cell imports, including the
   hidden *inputs* (``autograder/kernel/inputs``), never the expected values (``autograder/data``)
   or the reference solutions (``autograder/authoring/reference``);
-* read ``autograder/kernel_support/<exercise>.py`` (and ``<section>_common.py``) for the one exercise it grades (named by the
+* read ``autograder/kernel_support/<exercise>.py`` (and ``<section>_common.py``; ``sweeps.py`` for all) for the one exercise it grades (named by the
   nbgrader process, :class:`autograder.confine.execute.SafeExecute`): code a hidden cell needs that is
   not an answer of that exercise, e.g. earlier stages' reference building blocks of the project;
 * list folders of the repository (file names are not secret) but read no other file in it;
@@ -52,6 +52,7 @@ KERNEL_READABLE = (
     "autograder/kernel",
     "course_lib",
     "autograder/kernel_support/__init__.py",
+    "autograder/kernel_support/sweeps.py",  # the chapter's sweep arithmetic, shared by every exercise's support
 )
 SUPPORT_DIR = ROOT / "autograder" / "kernel_support"
 # no /opt, /srv or /home: a course folder kept there would become readable (the interpreter and venv are added explicitly)

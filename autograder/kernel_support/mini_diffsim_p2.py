@@ -1,29 +1,17 @@
 """Kernel-side support of mini_diffsim_p2: the stage-1 reference pieces its graded functions receive.
 
 The graded cells call the student's ``contact_sweep`` and ``boundary_check`` with course_lib's semi-implicit
-Euler and this module's plateau finder in place of the student's own stage-1 code, so a stage-1 bug is not
+Euler and the shared plateau finder (:mod:`autograder.kernel_support.sweeps`) in place of the student's own stage-1 code, so a stage-1 bug is not
 charged again. Neither answers a check of this notebook.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 import course_lib as cl
+from autograder.kernel_support.sweeps import PLATEAU_TOL, find_plateau
 from course_check.adapters import with_pieces
 
-#: the plateau threshold of the chapter, 100 sqrt(eps) in float64 (cl.default_tolerance)
-PLATEAU_TOL = cl.default_tolerance(np.float64)
-
-
-def find_plateau(rel_errors, tol=PLATEAU_TOL):
-    """[start, stop] of the first longest run of consecutive rel_errors <= tol; [-1, -1] if none (stage 1)."""
-    best, best_stop, run = 0, -1, 0
-    for i, ok in enumerate(np.asarray(rel_errors) <= tol):
-        run = run + 1 if ok else 0
-        if run > best:
-            best, best_stop = run, i
-    return np.array([best_stop - best + 1, best_stop] if best else [-1, -1], dtype=np.int64)
+__all__ = ["PLATEAU_TOL", "find_plateau", "graded"]
 
 
 def graded(name: str, student_fn):

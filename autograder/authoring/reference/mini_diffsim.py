@@ -48,7 +48,7 @@ from autograder.kernel_support.mini_diffsim_common import (
     task_step,
     zero_value,
 )
-from autograder.kernel_support.mini_diffsim_p2 import PLATEAU_TOL, find_plateau
+from autograder.kernel_support.sweeps import PLATEAU_TOL, central_differences, find_plateau, relative_error
 from autograder.kernel_support.mini_diffsim_p3 import SPIKE
 from course_check.adapters import LONG_PREFIX, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
@@ -102,11 +102,6 @@ MDS_FD_FORWARD = "有限差分误差与前向差分 (L(θ+εd) − L(θ))/ε 的
 
 def _as_f(*values):
     return tuple(jnp.asarray(v, dtype=jnp.float64) for v in values)
-
-
-def _relerr(a, f):
-    """The chapter's relative error |a - f| / max(1, |a|, |f|)."""
-    return np.abs(a - f) / np.maximum(1.0, np.maximum(np.abs(a), np.abs(f)))
 
 
 # ==================================================================================================
@@ -227,7 +222,7 @@ _MINI_DIFFSIM_P1_CHECKS = (
 def _check_result(ad, central, forward, scheme, stop_exclusive):
     """(ad, fd, plateau) of a directional check, or of a catalogued mistake of it."""
     fd = np.asarray(forward if scheme == "forward" else central)
-    plateau = find_plateau(_relerr(float(ad), fd))
+    plateau = find_plateau(relative_error(float(ad), fd))
     if stop_exclusive and plateau[0] >= 0:
         plateau = plateau + np.array([0, 1])
     return float(ad), fd, plateau
@@ -263,14 +258,12 @@ step_check = _step_check_variant()
 def _step_check_numpy(system, integrator, x, u, h, direction, eps_list):
     """Central differences of the same loss, evaluated point by point in numpy (another rounding)."""
     step = _model_step(system, integrator, h)
-    d = np.asarray(direction) / np.linalg.norm(direction)
-    z = np.concatenate([x, u])
 
-    def loss(zz):
-        y = np.asarray(step(jnp.asarray(zz[:2]), jnp.asarray(zz[2:])))
+    def loss(z):
+        y = np.asarray(step(jnp.asarray(z[:2]), jnp.asarray(z[2:])))
         return 0.5 * float(y @ y)
 
-    return np.array([(loss(z + e * d) - loss(z - e * d)) / (2 * e) for e in eps_list])
+    return central_differences(loss, np.concatenate([x, u]), direction, eps_list)
 
 
 #: FD values of two faithful implementations differ by rounding, about eps_mach |L| / eps <= 2e-8 |L| at
@@ -289,21 +282,12 @@ def _clear_of_threshold(rel):
 
 def _robust(case):
     """Whether the sweep of ``case`` gives the same plateau for any faithful implementation."""
-    ad, fd, plateau = step_check(**case)
-    fd_np = np.asarray(_step_check_numpy(**case))
-    # guard: course_lib's directional check and plateau finder agree with this reference
-    step = _model_step(case["system"], case["integrator"], case["h"])
-    loss = lambda z: 0.5 * jnp.sum(step(z[:2], z[2:]) ** 2)  # noqa: E731
-    z = jnp.asarray(np.concatenate([case["x"], case["u"]]))
-    chk = cl.directional_check(
-        loss, z, jax.grad(loss)(z), eps_list=tuple(case["eps_list"]), direction=jnp.asarray(case["direction"])
-    )
-    cl_plateau = cl.find_plateau(chk)
-    assert [int(cl_plateau.start), int(cl_plateau.stop)] == plateau.tolist()
+    ad, fd, _ = step_check(**case)
+    fd_np = _step_check_numpy(**case)
     return (
         np.max(np.abs(fd_np - fd)) <= 0.05 * STEP_FD_RTOL * np.max(np.abs(fd))
-        and _clear_of_threshold(_relerr(ad, fd))
-        and _clear_of_threshold(_relerr(ad, fd_np))
+        and _clear_of_threshold(relative_error(ad, fd))
+        and _clear_of_threshold(relative_error(ad, fd_np))
     )
 
 
@@ -387,13 +371,7 @@ def _horizon_variant(variant=None):
 
 def grad_norm_horizon(system, integrator, x0, us, h):
     """||dx_k/du_0||_2 for k = 1..N, shape (N,)."""
-    norms = _horizon_variant()(system, integrator, x0, us, h)
-    # guard: course_lib's linearisation and gradient_norm_vs_horizon give the same sequence
-    f, p = MODELS[system]
-    step = _INTEGRATOR_FACTORIES[integrator](f, h)
-    lin = cl.linearize_trajectory(step, cl.rollout(step, jnp.asarray(x0), jnp.asarray(us), p), jnp.asarray(us), p)
-    np.testing.assert_allclose(norms, np.asarray(cl.gradient_norm_vs_horizon(lin.A, lin.B)), rtol=1e-10, atol=1e-14)
-    return norms
+    return _horizon_variant()(system, integrator, x0, us, h)
 
 
 _MINI_DIFFSIM_P1_CHECKS += (
@@ -657,7 +635,7 @@ def _boundary_cases():
     cases = case_value(_boundary_hidden(eps), _boundary_public(eps))
     for case in cases:  # every relative error is far from the threshold, so rounding cannot move the plateau
         ad, fd, _ = boundary_check(**case)
-        assert _clear_of_threshold(_relerr(ad, fd)), case
+        assert _clear_of_threshold(relative_error(ad, fd)), case
     return cases
 
 
@@ -972,7 +950,7 @@ def _panel_run(seed, horizon, n_iterations, value, variant=None, step=task_step)
             count.astype(jnp.float64),
             jnp.maximum(0.0, -jnp.min(ys)),
             jnp.max(task_force(ys, vs)),
-            jnp.abs(ad - fd) / jnp.maximum(1.0, jnp.maximum(jnp.abs(ad), jnp.abs(fd))),
+            cl.relative_error(ad, fd),
         )
         return row, g
 

@@ -82,10 +82,6 @@ def amplification_factors(h, a):
         np.asarray(_batched_derivative(integrator, hs, rates)).reshape(shape)
         for integrator in (cl.explicit_euler, cl.implicit_euler, cl.explicit_midpoint)
     )
-    z = h * a  # the closed forms agree to rounding; a guard against a silent library change
-    closed = (1 + z, 1 / (1 - z), 1 + z + z**2 / 2)
-    for got, want in zip(out, closed):
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
     return out
 
 
@@ -315,10 +311,7 @@ def _energy_rollout(x0, h, k, n_steps, dynamics=None, energy=None, shift=0):
 
 def energy_rollout(x0, h, k, n_steps):
     """Energies E(x_0..x_N) under explicit and under implicit Euler, each shape (N+1,)."""
-    energies = _energy_rollout(x0, h, k, n_steps)
-    e0 = float(cl.get_system("two_mass_spring").energy(jnp.asarray(x0), _params(k)))
-    assert all(abs(float(e[0]) - e0) <= 1e-12 * max(1.0, e0) for e in energies)  # same energy as course_lib
-    return energies
+    return _energy_rollout(x0, h, k, n_steps)
 
 
 @partial(jax.jit, static_argnames=("method",))

@@ -98,22 +98,12 @@ def _impact_and_dv(x, h, g, e):
 def ball_step(x, h, g, e):
     """(x_{k+1}, mode) of the exact step (cl.impact_step); mode 0 flight, 1 impact inside the step."""
     x_next, mode, _ = _impact_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e)
-    mode = int(mode)
-    assert mode in (0, 1), "hidden states never come to rest within one step"
-    return np.asarray(x_next), mode
+    return np.asarray(x_next), int(mode)
 
 
 def ball_step_dv(x, h, g, e):
-    """(d y_{k+1}/d v_k, d v_{k+1}/d v_k) by jax.jacobian of cl.impact_step, checked against the closed form."""
+    """(d y_{k+1}/d v_k, d v_{k+1}/d v_k) by jax.jacobian of cl.impact_step."""
     _, _, dv = _impact_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e)
-    dv = np.asarray(dv)
-    if _hits(x, h, g):
-        t_star, v_minus, tau, _, v_plus = _impact_parts(x, h, g, e)
-        dt_dv = -t_star / v_minus  # from d/dv [y + v t* - g t*^2 / 2] = 0
-        closed = (-e * (1.0 - g * dt_dv) * tau - v_plus * dt_dv, -e * (1.0 - g * dt_dv) + g * dt_dv)
-    else:
-        closed = (h, 1.0)
-    np.testing.assert_allclose(dv, closed, rtol=1e-12, atol=1e-14)
     return float(dv[0]), float(dv[1])
 
 
@@ -136,11 +126,9 @@ def _naive_and_dv(x, h, g, e):
 
 
 def naive_ball_step(x, h, g, e):
-    """(x_{k+1}, d y_{k+1}/d v_k, d v_{k+1}/d v_k) of cl.naive_impact_step (jax.jacobian), checked against the
-    closed form: (h, 1) in flight, (h, -e) once the step went through the ground."""
+    """(x_{k+1}, d y_{k+1}/d v_k, d v_{k+1}/d v_k) of cl.naive_impact_step (jax.jacobian); in closed form the
+    derivatives are (h, 1) in flight and (h, -e) once the step went through the ground."""
     x_next, dv = (np.asarray(a) for a in _naive_and_dv(jnp.asarray(x, dtype=jnp.float64), h, g, e))
-    through = float(x[0]) + h * (float(x[1]) - g * h) < 0
-    np.testing.assert_allclose(dv, (h, -e) if through else (h, 1.0), rtol=1e-12, atol=1e-14)
     return x_next, float(dv[0]), float(dv[1])
 
 
@@ -306,12 +294,9 @@ _dsoft = jax.jit(jax.vmap(jax.grad(cl.sigmoid_step), in_axes=(0, None)))
 
 
 def soft_step_grad(z, alpha):
-    """d/dz sigma(alpha z) by jax.grad of cl.sigmoid_step (checked against alpha s (1 - s))."""
+    """d/dz sigma(alpha z) by jax.grad of cl.sigmoid_step (alpha s (1 - s) in closed form)."""
     z = np.asarray(z, dtype=np.float64)
-    grad = np.asarray(_dsoft(jnp.asarray(z.ravel()), alpha)).reshape(z.shape)
-    s = _sigmoid(alpha * z)
-    np.testing.assert_allclose(grad, alpha * s * (1 - s), rtol=1e-12, atol=1e-12 * alpha)
-    return grad
+    return np.asarray(_dsoft(jnp.asarray(z.ravel()), alpha)).reshape(z.shape)
 
 
 def _soft_cases():

@@ -92,11 +92,7 @@ def _recursion(As, Bs, lx, lu, lN, transpose=True, index=1, stage_lx=True, stage
 def adjoint_pass(As, Bs, lx, lu, lN):
     """All lambda_k = dL/dx_k, shape (N+1, nx), and dL/du_k, shape (N, nu), by jax.grad (the reference)."""
     lam, grads = _adjoint_by_grad(*(jnp.asarray(m, dtype=jnp.float64) for m in (As, Bs, lx, lu, lN)))
-    lam, grads = np.asarray(lam), np.asarray(grads)
-    rec = _recursion(As, Bs, lx, lu, lN)  # the chapter's recursion agrees with jax.grad
-    np.testing.assert_allclose(lam, rec[0], rtol=1e-12, atol=1e-12 * np.max(np.abs(lam)))
-    np.testing.assert_allclose(grads, rec[1], rtol=1e-12, atol=1e-12 * np.max(np.abs(grads)))
-    return lam, grads
+    return np.asarray(lam), np.asarray(grads)
 
 
 def _pass_variant(**switches):
@@ -188,9 +184,6 @@ def pendulum_adjoint(x0, us):
     """(L, lambdas (N+1, 2), dL/du (N, 1)) of the pendulum rollout, by course_lib's adjoint sweep."""
     x0, us = jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64)
     loss, lam, grads = (np.asarray(v) for v in _pend_adjoint_jit(x0, us))
-    g_x0, g_us = _pend_loss_grad(x0, us)  # the adjoint agrees with jax.grad
-    np.testing.assert_allclose(lam[0], np.asarray(g_x0), rtol=1e-10, atol=1e-10 * np.max(np.abs(lam)))
-    np.testing.assert_allclose(grads, np.asarray(g_us), rtol=1e-10, atol=1e-10 * np.max(np.abs(grads)))
     return float(loss), lam, grads
 
 
@@ -303,13 +296,7 @@ def _norms(A, B, x0, horizons, shift=0, which="u", reduce=lambda g: np.linalg.no
 
 def grad_norms(A, B, x0, horizons):
     """log10 |dL_H/dU|_2 at U = 0 for each H in horizons, L_H = 1/2 sum_{k=1}^{H} |x_k|^2."""
-    out = _norms(A, B, x0, horizons)
-    for h, val in zip(np.asarray(horizons).astype(int), out):  # jax.grad agrees with the hand-written adjoint
-        ref = np.log10(
-            np.linalg.norm(_adjoint_grads(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), x0, int(h)))
-        )
-        assert abs(ref - val) <= 1e-11 * max(1.0, abs(val)), (h, ref, val)
-    return out
+    return _norms(A, B, x0, horizons)
 
 
 def _rollout_cases():
@@ -456,8 +443,6 @@ def window_loss(theta, x_start, h):
     """(L_h, x_h) of one window from x_start: sum_k gamma^k c_k + gamma^h V(x_h), by cl.short_horizon_loss."""
     theta, x_start = jnp.asarray(theta, dtype=jnp.float64), jnp.asarray(x_start, dtype=jnp.float64)
     loss, x_end = _lib_window(theta, x_start, int(h))
-    my_loss, _ = _my_window_jit(theta, x_start, h=int(h), switches=jnp.asarray(_RIGHT))  # library = formula
-    np.testing.assert_allclose(float(my_loss), float(loss), rtol=1e-12)
     return float(loss), np.asarray(x_end)
 
 
@@ -523,11 +508,6 @@ def truncated_value_and_grad(theta, x0, h, n_windows):
     """(mean window loss, its truncated gradient w.r.t. theta (3,)) over n_windows consecutive windows."""
     theta, x0 = jnp.asarray(theta, dtype=jnp.float64), jnp.asarray(x0, dtype=jnp.float64)
     loss, grad = _lib_truncated(theta, x0, int(h), int(n_windows))
-    my_loss, my_grad = _my_truncated(theta, x0, int(h), int(n_windows), jnp.asarray(_RIGHT))  # library = formula
-    np.testing.assert_allclose(float(my_loss), float(loss), rtol=1e-12)
-    np.testing.assert_allclose(
-        np.asarray(my_grad), np.asarray(grad), rtol=1e-10, atol=1e-10 * float(jnp.max(jnp.abs(grad)))
-    )
     return float(loss), np.asarray(grad)
 
 

@@ -31,6 +31,7 @@ import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.kernel_support import sweeps
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -81,16 +82,10 @@ def _sweep(loss, grad, theta, direction, eps_list):
 
 def _sweep_python(loss, grad, theta, direction, eps_list):
     """The same sweep written as a plain Python loop (different rounding: the robustness witness)."""
-    theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
-    v = d / np.linalg.norm(d)
-    ad = float(np.sum(np.asarray(grad) * v))
-    fd = np.array(
-        [
-            (float(loss(jnp.asarray(theta + e * v))) - float(loss(jnp.asarray(theta - e * v)))) / (2 * e)
-            for e in eps_list
-        ]
-    )
-    return ad, fd, np.abs(ad - fd) / np.maximum(1.0, np.maximum(abs(ad), np.abs(fd)))
+    d = np.asarray(direction, dtype=np.float64)
+    ad = float(np.sum(np.asarray(grad) * (d / np.linalg.norm(d))))
+    fd = sweeps.central_differences(lambda z: loss(jnp.asarray(z)), theta, d, eps_list)
+    return ad, fd, sweeps.relative_error(ad, fd)
 
 
 def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False):
@@ -120,12 +115,8 @@ def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False
 
 def find_plateau(relerr, tol):
     """(start, stop): the longest run of consecutive entries <= tol (the first of equal runs); (-1, -1) if none."""
-    relerr = np.asarray(relerr, dtype=np.float64)
-    p = cl.find_plateau(
-        cl.DirectionalCheck(jnp.ones_like(relerr), 0.0, jnp.zeros_like(relerr), jnp.asarray(relerr), jnp.zeros(1)),
-        tol=float(tol),
-    )
-    return int(p.start), int(p.stop)
+    start, stop = sweeps.find_plateau(relerr, tol)
+    return int(start), int(stop)
 
 
 def _runs(relerr, tol):

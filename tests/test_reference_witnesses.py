@@ -1,0 +1,227 @@
+"""Second implementations held against the reference solutions on every hidden case (float64).
+
+A reference computes the grading data one way; a witness here computes the same values another way: a
+closed form, course_lib, ``jax.grad``, or the chapter's hand recursion. The references themselves stay
+single implementations (no asserts inside), so that what grades is plain to read and so that
+:mod:`autograder.authoring.naive_math` can run them with naive formulas.
+
+Also here: the shared sweep arithmetic (:mod:`autograder.kernel_support.sweeps`) against course_lib.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import course_lib as cl
+from autograder.authoring.reference import mini_diffsim, s04_3, s04_4, s04_6, s04_7, s04_9, s04_end
+from autograder.authoring.registry import all_checks
+from autograder.kernel_support import sweeps
+
+WITNESSES = {}
+
+
+def witness(key):
+    """Register ``fn(output, **case)``, which asserts that the reference output of check ``key`` is right."""
+
+    def register(fn):
+        WITNESSES[key] = fn
+        return fn
+
+    return register
+
+
+# --- closed forms ----------------------------------------------------------------------------------
+
+
+@witness("s04_3_ex1.amplification_factors")
+def _(out, h, a):
+    z = np.asarray(h) * np.asarray(a)
+    for got, want in zip(out, (1 + z, 1 / (1 - z), 1 + z + z**2 / 2), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+@witness("s04_4_ex1.ball_step")
+def _(out, x, h, g, e):
+    assert out[1] in (0, 1), "hidden states never come to rest within one step"
+
+
+@witness("s04_4_ex1.ball_step_dv")
+def _(out, x, h, g, e):
+    if s04_4._hits(x, h, g):
+        t_star, v_minus, tau, _, v_plus = s04_4._impact_parts(x, h, g, e)
+        dt_dv = -t_star / v_minus  # from d/dv [y + v t* - g t*^2 / 2] = 0
+        closed = (-e * (1.0 - g * dt_dv) * tau - v_plus * dt_dv, -e * (1.0 - g * dt_dv) + g * dt_dv)
+    else:
+        closed = (h, 1.0)
+    np.testing.assert_allclose(out, closed, rtol=1e-12, atol=1e-14)
+
+
+@witness("s04_4_ex1.naive_ball_step")
+def _(out, x, h, g, e):
+    through = float(x[0]) + h * (float(x[1]) - g * h) < 0  # the semi-implicit step went through the ground
+    np.testing.assert_allclose(out[1:], (h, -e) if through else (h, 1.0), rtol=1e-12, atol=1e-14)
+
+
+@witness("s04_4_ex2.soft_step_grad")
+def _(out, z, alpha):
+    t = np.exp(-np.abs(alpha * np.asarray(z)))  # alpha s (1 - s) = alpha t / (1 + t)^2, t = exp(-|alpha z|)
+    np.testing.assert_allclose(out, alpha * t / (1 + t) ** 2, rtol=1e-12, atol=1e-12 * alpha)
+
+
+@witness("s04_5_ex2.softplus_contact")
+def _(out, phi, k, beta):
+    z = -np.asarray(phi, dtype=np.float64) * beta
+    lam = k * (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))) / beta
+    slope = -k * np.exp(-np.logaddexp(0.0, -z))
+    np.testing.assert_allclose(out[0], lam, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(out[1], slope, rtol=1e-13, atol=1e-300)
+
+
+@witness("s04_6_ex1.analytic_jacobian")
+def _(out, x):
+    np.testing.assert_allclose(out, [[x[1], x[0]], [np.cos(x[0]), 0.0]], rtol=1e-14, atol=1e-15)
+
+
+# --- course_lib -------------------------------------------------------------------------------------
+
+
+@witness("s04_3_ex2.energy_rollout")
+def _(out, x0, h, k, n_steps):
+    e0 = float(cl.get_system("two_mass_spring").energy(jnp.asarray(x0), s04_3._params(k)))
+    for energies in out:
+        assert abs(float(energies[0]) - e0) <= 1e-12 * max(1.0, e0)
+
+
+@witness("s04_6_ex2.directional_checks")
+def _(out, u, directions, eps):
+    u = jnp.asarray(u)
+    check = cl.directional_check(
+        s04_6.rollout_loss, u, s04_6._grad_jit(u), eps_list=(eps,), direction=jnp.asarray(directions[0])
+    )
+    np.testing.assert_allclose(out[0][0, :2], [float(check.ad), float(check.fd[0])], rtol=1e-8, atol=1e-9)
+
+
+@witness("mini_diffsim_p1.grad_norm_horizon")
+def _(out, system, integrator, x0, us, h):
+    f, p = mini_diffsim.MODELS[system]
+    step = getattr(cl, integrator)(f, h)
+    us = jnp.asarray(us)
+    lin = cl.linearize_trajectory(step, cl.rollout(step, jnp.asarray(x0), us, p), us, p)
+    np.testing.assert_allclose(out, np.asarray(cl.gradient_norm_vs_horizon(lin.A, lin.B)), rtol=1e-10, atol=1e-14)
+
+
+@witness("mini_diffsim_p1.step_check")
+def _(out, system, integrator, x, u, h, direction, eps_list):
+    step = mini_diffsim._model_step(system, integrator, h)
+    nx = len(x)
+    loss = lambda z: 0.5 * jnp.sum(step(z[:nx], z[nx:]) ** 2)  # noqa: E731
+    z = jnp.asarray(np.concatenate([x, u]))
+    chk = cl.directional_check(loss, z, jax.grad(loss)(z), eps_list=tuple(eps_list), direction=jnp.asarray(direction))
+    plateau = cl.find_plateau(chk)
+    assert [int(plateau.start), int(plateau.stop)] == np.asarray(out[2]).tolist()
+    assert abs(out[0] - float(chk.ad)) <= 1e-12 * max(1.0, abs(out[0]))
+
+
+@witness("s04_7_ex3.window_loss")
+def _(out, theta, x_start, h):
+    loss, _ = s04_7._my_window_jit(
+        jnp.asarray(theta), jnp.asarray(x_start), h=int(h), switches=jnp.asarray(s04_7._RIGHT)
+    )
+    np.testing.assert_allclose(out[0], float(loss), rtol=1e-12)  # course_lib's window loss = the written formula
+
+
+@witness("s04_7_ex3.truncated_value_and_grad")
+def _(out, theta, x0, h, n_windows):
+    loss, grad = s04_7._my_truncated(
+        jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows), jnp.asarray(s04_7._RIGHT)
+    )
+    np.testing.assert_allclose(out[0], float(loss), rtol=1e-12)
+    np.testing.assert_allclose(out[1], np.asarray(grad), rtol=1e-10, atol=1e-10 * float(np.max(np.abs(out[1]))))
+
+
+def test_the_written_out_shac_window_is_course_libs_loss():
+    theta, starts = jnp.array([-3.0, -1.5, 2.0]), s04_9.shac_episode_starts(0, 0)
+    for horizon in (16, 32, 64):
+        mine = s04_9._window(theta, starts, horizon, jnp.asarray(s04_9._WINDOW_VARIANTS[None]))
+        lib, roll = cl.short_horizon_loss(
+            theta,
+            s04_9.SHAC_PSI,
+            starts,
+            s04_9.SHAC_TASK,
+            horizon=horizon,
+            gamma=s04_9.SHAC_GAMMA,
+            policy=s04_9.shac_policy,
+        )
+        np.testing.assert_allclose(mine[0], lib, rtol=1e-13)
+        np.testing.assert_allclose(mine[1], roll.states[:, -1], rtol=1e-13)
+
+
+# --- jax.grad against the hand-written adjoint and sensitivity recursions ----------------------------
+
+
+@witness("s04_7_ex1.adjoint_pass")
+def _(out, As, Bs, lx, lu, lN):
+    lam, grads = s04_7._recursion(As, Bs, lx, lu, lN)  # the chapter's recursion
+    np.testing.assert_allclose(out[0], lam, rtol=1e-12, atol=1e-12 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(out[1], grads, rtol=1e-12, atol=1e-12 * np.max(np.abs(grads)))
+
+
+@witness("s04_7_ex1.pendulum_adjoint")
+def _(out, x0, us):
+    g_x0, g_us = (np.asarray(g) for g in s04_7._pend_loss_grad(jnp.asarray(x0), jnp.asarray(us)))
+    _, lam, grads = out  # course_lib's adjoint sweep against jax.grad of the rollout cost
+    np.testing.assert_allclose(lam[0], g_x0, rtol=1e-10, atol=1e-10 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(grads, g_us, rtol=1e-10, atol=1e-10 * np.max(np.abs(grads)))
+
+
+@witness("s04_7_ex2.grad_norms")
+def _(out, A, B, x0, horizons):
+    for h, val in zip(np.asarray(horizons).astype(int), out, strict=True):
+        ref = np.log10(np.linalg.norm(s04_7._adjoint_grads(np.asarray(A), np.asarray(B), x0, int(h))))
+        assert abs(ref - val) <= 1e-11 * max(1.0, abs(val)), (h, ref, val)
+
+
+@witness("s04_end_exA.analytic_derivative")
+def _(out, m, b, k, q0, v0, h, n_steps):
+    ad = s04_end.ad_derivative(m, b, k, q0, v0, h, n_steps)
+    assert abs(out - ad) <= 1e-12 * max(1.0, abs(ad)), (out, ad)
+
+
+# --- the shared sweep arithmetic -----------------------------------------------------------------------
+
+
+def test_the_plateau_finder_is_course_libs():
+    rng = np.random.default_rng(7)
+    runs = [np.array([1e-3, 1e-2]), np.full(5, 1e-9), np.array([1e-9, 1.0, 1e-9])]  # none, all, a tie
+    runs += [10.0 ** rng.uniform(-9, -3, size=rng.integers(1, 14)) for _ in range(60)]
+    for rel in runs:
+        chk = cl.DirectionalCheck(jnp.ones_like(rel), 0.0, jnp.zeros_like(rel), jnp.asarray(rel), jnp.zeros(1))
+        lib = cl.find_plateau(chk, tol=sweeps.PLATEAU_TOL)
+        assert sweeps.find_plateau(rel).tolist() == [int(lib.start), int(lib.stop)], rel
+
+
+def test_the_sweep_arithmetic_is_the_chapters():
+    a, f = np.array([0.5, -3.0, 2.0, 0.0]), np.array([0.5000001, -2.0, 2.5, 1e-3])
+    np.testing.assert_array_equal(
+        sweeps.relative_error(a, f), np.abs(a - f) / np.maximum(1.0, np.maximum(np.abs(a), np.abs(f)))
+    )
+    loss = lambda z: jnp.sum(jnp.sin(z) * z)  # noqa: E731
+    z, d, eps = jnp.array([0.3, -1.2, 2.0]), jnp.array([1.0, 2.0, -2.0]), (1e-2, 1e-4, 1e-6)
+    chk = cl.directional_check(loss, z, jax.grad(loss)(z), eps_list=eps, direction=d)
+    fd = sweeps.central_differences(lambda x: float(loss(jnp.asarray(x))), z, d, eps)
+    np.testing.assert_allclose(fd, np.asarray(chk.fd), rtol=1e-9)
+
+
+# --- the witnesses at work (after all of them are registered) --------------------------------------------
+
+
+@pytest.mark.parametrize("key", sorted(WITNESSES))
+def test_reference_agrees_with_its_witness(key):
+    check = all_checks()[key]
+    for case in check.cases():
+        WITNESSES[key](check.reference(**case), **case)
+
+
+def test_every_witness_names_a_check():
+    assert len(WITNESSES) == 17 and set(WITNESSES) <= set(all_checks())
