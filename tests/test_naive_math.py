@@ -29,16 +29,18 @@ def _softplus_check(phis, hint=""):
 def test_a_check_reaching_the_overflow_needs_a_hint():
     check = _softplus_check([[0.01, -0.02], [-2.5, 0.3]])  # 500 * 2.5 = 1250 > 709
     assert naive_math.naive_overflows(check.reference, check.cases()) == [1]
-    (problem,) = naive_math.hint_problems(check, check.cases())
+    (problem,) = naive_math.hint_problems([check], {check.key: check.cases()})
     assert "fake_ex.force" in problem and "[1]" in problem and "nonfinite_hint" in problem
-    assert naive_math.hint_problems(_softplus_check([[0.01], [-2.5]], hint="用稳定写法"), check.cases()) == []
+    hinted = _softplus_check([[0.01], [-2.5]], hint="用稳定写法")
+    assert naive_math.hint_problems([hinted], {hinted.key: hinted.cases()}) == []
 
 
 def test_a_hint_without_an_overflowing_case_is_refused():
     check = _softplus_check([[0.01, -0.02], [0.5, -0.3]], hint="用稳定写法")
-    (problem,) = naive_math.hint_problems(check, check.cases())
+    (problem,) = naive_math.hint_problems([check], {check.key: check.cases()})
     assert "no hidden case overflows" in problem
-    assert naive_math.hint_problems(_softplus_check([[0.01], [0.5]]), check.cases()) == []
+    plain = _softplus_check([[0.01], [0.5]])
+    assert naive_math.hint_problems([plain], {plain.key: plain.cases()}) == []
 
 
 def test_the_naive_formulas_overflow_where_the_stable_ones_do_not():
@@ -64,7 +66,7 @@ def test_naive_formulas_neither_meet_nor_outlive_a_traced_function():
 
 
 def test_regeneration_refuses_a_check_whose_hint_does_not_fit(monkeypatch, tmp_path):
-    monkeypatch.setattr(data, "hint_problems", lambda check, cases: [f"{check.key}: invented"])
+    monkeypatch.setattr(data, "hint_problems", lambda checks, cases: [f"{c.key}: invented" for c in checks])
     with pytest.raises(data.HintError, match="s04_3_ex1.amplification_factors: invented"):
         data.regenerate(["s04_3_ex1"], out_dir=tmp_path / "d", inputs_dir=tmp_path / "i", public_dir=tmp_path / "p")
     assert not (tmp_path / "d").exists()  # nothing written

@@ -217,3 +217,43 @@ def test_a_changed_course_lib_gets_a_new_zygote(tmp_path, monkeypatch):
     monkeypatch.setattr(zygote, "code_fingerprint", lambda: first.code + (("edited", 1),))
     second = zygote.zygote_for(None)
     assert second is not first and not first.alive()
+
+
+def test_start_failures_back_off_exponentially_up_to_a_cap():
+    failures = zygote.StartFailures()
+    assert failures.due(0.0)
+    failures.failed("RuntimeError: no answer", 100.0)
+    assert not failures.due(100.0 + zygote.RETRY_AFTER_S - 1) and failures.due(100.0 + zygote.RETRY_AFTER_S)
+    failures.failed("RuntimeError: no answer", 200.0)
+    assert not failures.due(200.0 + 2 * zygote.RETRY_AFTER_S - 1) and failures.due(200.0 + 2 * zygote.RETRY_AFTER_S)
+    for _ in range(20):
+        failures.failed("RuntimeError: no answer", 300.0)
+    assert failures.due(300.0 + zygote.MAX_RETRY_AFTER_S)
+
+
+def test_a_zygote_that_failed_to_start_is_tried_again_later(monkeypatch):
+    # formgrader's server lives for days: one failed start must not disable forked kernels for its whole life
+    attempts = []
+
+    class FlakyZygote:
+        def __init__(self, compile_cache):
+            attempts.append(compile_cache)
+            if len(attempts) == 1:
+                raise RuntimeError("the kernel zygote did not answer")
+            self.compile_cache, self.code = compile_cache, zygote.code_fingerprint()
+
+        def alive(self):
+            return True
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(zygote, "Zygote", FlakyZygote)
+    monkeypatch.setattr(zygote, "_current", None)
+    monkeypatch.setattr(zygote, "_failures", zygote.StartFailures())
+    assert zygote.zygote_for(None) is None and len(attempts) == 1
+    assert zygote.zygote_for(None) is None and len(attempts) == 1  # within the backoff: launched kernels
+    zygote._failures.last -= zygote.RETRY_AFTER_S  # the backoff has passed
+    retried = zygote.zygote_for(None)
+    assert isinstance(retried, FlakyZygote) and len(attempts) == 2 and zygote._failures.count == 0
+    assert zygote.zygote_for(None) is retried

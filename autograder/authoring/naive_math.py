@@ -80,31 +80,41 @@ def _finite(value) -> bool:
     return arr.dtype.kind not in "fc" or bool(np.all(np.isfinite(arr)))
 
 
-def naive_overflows(reference, cases: list[dict]) -> list[int]:
-    """Indices of the cases on which ``reference`` gives a non-finite result (or raises) with naive formulas."""
+def _overflowing(reference, cases: list[dict]) -> list[int]:
     found = []
-    with naive_math():
-        for i, case in enumerate(cases):
-            try:
-                finite = _finite(reference(**case))
-            except Exception:  # noqa: BLE001 - an inf reaching a validation or a solver is an overflow too
-                finite = False
-            if not finite:
-                found.append(i)
+    for i, case in enumerate(cases):
+        try:
+            finite = _finite(reference(**case))
+        except Exception:  # noqa: BLE001 - an inf reaching a validation or a solver is an overflow too
+            finite = False
+        if not finite:
+            found.append(i)
     return found
 
 
-def hint_problems(check, cases: list[dict]) -> list[str]:
-    """Why ``check``'s non-finite hint does not fit its hidden ``cases`` (empty when it fits)."""
-    overflowing = naive_overflows(check.reference, cases)
-    if overflowing and not check.nonfinite_hint:
-        return [
-            f"{check.key}: with naive softplus/sigmoid/logaddexp its reference overflows on hidden cases "
-            f"{overflowing}; give the check a nonfinite_hint that says which stable formula to use"
-        ]
-    if check.nonfinite_hint and not overflowing:
-        return [
-            f"{check.key}: has a nonfinite_hint, but no hidden case overflows a naive formula; "
-            "drop the hint or add a case that reaches the overflow"
-        ]
-    return []
+def naive_overflows(reference, cases: list[dict]) -> list[int]:
+    """Indices of the cases on which ``reference`` gives a non-finite result (or raises) with naive formulas."""
+    with naive_math():
+        return _overflowing(reference, cases)
+
+
+def hint_problems(checks, cases: dict[str, list[dict]]) -> list[str]:
+    """Why the non-finite hints of ``checks`` do not fit their hidden ``cases`` (by check key); empty when all fit.
+
+    All checks run in one :func:`naive_math` session: each reference is compiled once with the naive formulas.
+    """
+    problems = []
+    with naive_math():
+        for check in checks:
+            overflowing = _overflowing(check.reference, cases[check.key])
+            if overflowing and not check.nonfinite_hint:
+                problems.append(
+                    f"{check.key}: with naive softplus/sigmoid/logaddexp its reference overflows on hidden cases "
+                    f"{overflowing}; give the check a nonfinite_hint that says which stable formula to use"
+                )
+            elif check.nonfinite_hint and not overflowing:
+                problems.append(
+                    f"{check.key}: has a nonfinite_hint, but no hidden case overflows a naive formula; "
+                    "drop the hint or add a case that reaches the overflow"
+                )
+    return problems

@@ -319,10 +319,10 @@ def regenerate(
     checks = [check for exercise in chosen for check in by_exercise[exercise]]
     hidden = {check.key: check.cases() for check in checks}
     cases = {check.key: compute_cases(check, inputs=hidden[check.key]) for check in checks}
-    problems = [p for check in checks for p in hint_problems(check, hidden[check.key])]
+    public = {check.key: compute_cases(check, public=True) for check in checks}
+    problems = hint_problems(checks, hidden)
     if problems:
         raise HintError("\n".join(problems))
-    public = {check.key: compute_cases(check, public=True) for check in checks}
     spreads = _spreads(checks, cases, measure, spread_from, variants)
     data, shipped = {}, {}
     for exercise in chosen:

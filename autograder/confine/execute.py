@@ -27,17 +27,26 @@
   :mod:`autograder.verdict.preprocessors`; a student who tags an answer cell only loses its functions);
   ``tests/test_skipped_cells.py`` proves that no cell that runs needs a name only a skipped cell defines;
 * a notebook without any code cell to run (written answers only, as handed in) starts no kernel at all;
-* the time each notebook spends starting its kernel and executing its cells is added to
-  :data:`PHASE_SECONDS`, which the class run's workers report per submission.
+* the time each notebook spends starting its kernel and executing its cells is reported to whoever
+  records phases around the run (:func:`recording_phases`; the class run's workers do, per submission).
+
+Grading state belongs to one autograde run, never to the process: the seconds a student's section has
+spent live on the run's nbgrader converter (:class:`GradingRun`), which a command, a formgrader click or a
+class-run job creates afresh. Formgrader's Jupyter server lives for days and regrades a student as often
+as a TA clicks; each regrade starts with the full budget.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
+from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Unicode
 
@@ -45,13 +54,54 @@ from autograder.confine.compile_cache import ENTRIES, MANIFEST, verified_entries
 from autograder.confine.kernel import confined_kernel
 from autograder.confine.limits import DEFAULT_LIMITS
 
-#: seconds spent in this process, by phase ("kernel": start and end of kernels, "execute": running cells);
-#: a grading worker reads and clears it around each job
-PHASE_SECONDS: dict[str, float] = {}
+
+@dataclass
+class GradingRun:
+    """What one autograde run accumulates: seconds spent per (student, assignment), against the section budget."""
+
+    spent: dict[tuple, float] = field(default_factory=dict)
+
+
+def grading_run(preprocessor) -> GradingRun:
+    """The run ``preprocessor`` works for, kept on its nbgrader converter (preprocessor -> exporter -> converter).
+
+    nbgrader makes a new preprocessor for every notebook but one converter per run, so the converter is
+    where a budget shared by a student's notebooks can live and die with the run. A preprocessor used
+    outside any converter is a run of its own.
+    """
+    owner = preprocessor
+    node = preprocessor.parent
+    while node is not None:
+        if isinstance(node, BaseConverter):
+            owner = node
+            break
+        node = node.parent
+    run = getattr(owner, "_grading_run", None)
+    if run is None:
+        run = GradingRun()
+        owner._grading_run = run
+    return run
+
+
+#: where the caller of a run collects seconds by phase ("kernel": start and end of kernels, "execute": cells)
+_PHASES: ContextVar[dict[str, float] | None] = ContextVar("grading_phases", default=None)
+
+
+@contextlib.contextmanager
+def recording_phases():
+    """Collect the seconds by phase of the grading done inside the ``with`` body (in this thread) into the yielded dict."""
+    phases: dict[str, float] = {}
+    token = _PHASES.set(phases)
+    try:
+        yield phases
+    finally:
+        _PHASES.reset(token)
 
 
 def _add_phase(name: str, seconds: float) -> None:
-    PHASE_SECONDS[name] = PHASE_SECONDS.get(name, 0.0) + seconds
+    phases = _PHASES.get()
+    if phases is not None:
+        phases[name] = phases.get(name, 0.0) + seconds
 
 
 KERNEL_DIED = (
@@ -100,8 +150,6 @@ class SafeExecute(Execute):
         help="Fork each grading kernel from a warm zygote (autograder.confine.zygote) instead of starting a new "
         "interpreter; False launches every kernel from nothing (slower, equally confined).",
     ).tag(config=True)
-    #: seconds already spent per (student, assignment) in this nbgrader process
-    _spent: dict = {}
 
     def _verified_cache(self):
         if not self.compile_cache:
@@ -127,7 +175,8 @@ class SafeExecute(Execute):
         self._timed_out: list[str] = []
         self._executing = 0.0  # seconds inside cells; the rest of this notebook's time is its kernel's
         start = time.monotonic()
-        spent = self._spent.get(self._submission, 0.0)
+        self._run = grading_run(self)
+        spent = self._run.spent.get(self._submission, 0.0)
         self._deadline = start + min(self.notebook_budget_s, max(0.0, self.submission_budget_s - spent))
         exercise = (resources.get("metadata") or {}).get("name", "")
         try:
@@ -142,12 +191,12 @@ class SafeExecute(Execute):
         finally:
             self.timeout = self._cell_timeout
             total = time.monotonic() - start
-            self._spent[self._submission] = spent + total
+            self._run.spent[self._submission] = spent + total
             _add_phase("kernel", total - self._executing)
             _add_phase("execute", self._executing)
 
     def _budget_reason(self) -> str:
-        spent = self._spent.get(self._submission, 0.0)
+        spent = self._run.spent.get(self._submission, 0.0)
         which = (
             f"整份作业（同一节的所有 notebook）共 {self.submission_budget_s:.0f} 秒"
             if spent + self.notebook_budget_s > self.submission_budget_s

@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.confine import landlock, launcher
@@ -305,15 +306,45 @@ class Zygote:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+#: seconds before the first retry of a zygote that failed to start; each further failure doubles it
+RETRY_AFTER_S = 30.0
+#: the longest wait between two tries
+MAX_RETRY_AFTER_S = 1800.0
+
+
+@dataclass
+class StartFailures:
+    """Failed zygote starts in a row, and when a new try is due (exponential backoff).
+
+    A zygote that cannot start costs each kernel up to a start timeout, so the next kernels are launched
+    one by one instead; but a long-lived grader (formgrader's server) must not give up forking for good
+    after one bad moment (a loaded machine, a full disk): it tries again once the backoff has passed.
+    """
+
+    count: int = 0
+    last: float = 0.0
+    reason: str = ""
+
+    def due(self, now: float) -> bool:
+        return self.count == 0 or now - self.last >= min(MAX_RETRY_AFTER_S, RETRY_AFTER_S * 2 ** (self.count - 1))
+
+    def failed(self, reason: str, now: float) -> None:
+        self.count, self.last, self.reason = self.count + 1, now, reason
+
+
 _current: Zygote | None = None
-_broken = ""  # why this process stopped trying to use a zygote
+_failures = StartFailures()
 _registry_lock = threading.Lock()
 
 
 def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
-    """This process's zygote for ``compile_cache`` (started on first use), or None: launch the kernel instead."""
-    global _current, _broken
-    if not available() or _broken:
+    """This process's zygote for ``compile_cache`` (started on first use), or None: launch the kernel instead.
+
+    The warm zygote is shared by every run in the process (that is what makes forking pay); a failure to
+    start one only defers the next try (:class:`StartFailures`).
+    """
+    global _current
+    if not available():
         return None
     with _registry_lock:
         stale = _current is not None and (
@@ -324,13 +355,20 @@ def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
             _current = None
         if _current is None:
             start = time.monotonic()
+            if not _failures.due(start):
+                return None
             try:
                 _current = Zygote(compile_cache)
             except (OSError, RuntimeError) as exc:
-                _broken = f"{type(exc).__name__}: {exc}"
+                _failures.failed(f"{type(exc).__name__}: {exc}", time.monotonic())
                 if log is not None:
-                    log.warning("grading kernels are launched one by one, not forked: %s", _broken)
+                    log.warning(
+                        "grading kernels are launched one by one, not forked (%d failed start(s)): %s",
+                        _failures.count,
+                        _failures.reason,
+                    )
                 return None
+            _failures.count = 0
             if log is not None:
                 log.info("kernel zygote started in %.1f s", time.monotonic() - start)
         return _current

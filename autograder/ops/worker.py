@@ -60,8 +60,6 @@ def _autograde(section: str, student: str, extra_args) -> Outcome:
 
     from autograder.confine import execute
 
-    execute.SafeExecute._spent.clear()  # the budget of one student's section, not of this worker's life
-    execute.PHASE_SECONDS.clear()
     buffer = io.StringIO()
     handler = logging.StreamHandler(buffer)
     handler.setFormatter(logging.Formatter("[%(name)s | %(levelname)s] %(message)s"))
@@ -69,22 +67,23 @@ def _autograde(section: str, student: str, extra_args) -> Outcome:
     start = time.perf_counter()
     app = AutogradeApp()
     app.log.addHandler(handler)
-    try:
-        app.initialize([section, f"--student={student}", "--force", *extra_args])
-        app.start()
-        code = 0
-    except SystemExit as exc:  # nbgrader's fail() and a failed conversion exit
-        code = exc.code if isinstance(exc.code, int) else 1
-    except Exception as exc:  # noqa: BLE001 - a bug in a preprocessor fails this job, not the worker
-        logging.getLogger("autograder.worker").exception("autograde raised")
-        buffer.write(f"ERROR autograde raised {type(exc).__name__}: {exc}\n")
-        code = 1
-    finally:
-        app.log.removeHandler(handler)
-        app.reset()
-        sys.path[:] = path  # nbgrader puts the working folder first on sys.path each time
+    with execute.recording_phases() as recorded:  # budgets belong to the run itself (execute.grading_run)
+        try:
+            app.initialize([section, f"--student={student}", "--force", *extra_args])
+            app.start()
+            code = 0
+        except SystemExit as exc:  # nbgrader's fail() and a failed conversion exit
+            code = exc.code if isinstance(exc.code, int) else 1
+        except Exception as exc:  # noqa: BLE001 - a bug in a preprocessor fails this job, not the worker
+            logging.getLogger("autograder.worker").exception("autograde raised")
+            buffer.write(f"ERROR autograde raised {type(exc).__name__}: {exc}\n")
+            code = 1
+        finally:
+            app.log.removeHandler(handler)
+            app.reset()
+            sys.path[:] = path  # nbgrader puts the working folder first on sys.path each time
     total = time.perf_counter() - start
-    phases = {name: round(seconds, 3) for name, seconds in execute.PHASE_SECONDS.items()}
+    phases = {name: round(seconds, 3) for name, seconds in recorded.items()}
     phases["nbgrader"] = round(max(0.0, total - sum(phases.values())), 3)  # verdict, conversion, gradebook
     return Outcome(code, buffer.getvalue(), phases)
 
