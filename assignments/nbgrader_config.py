@@ -47,6 +47,18 @@ c.FileNameCollectorPlugin.named_regexp = NAMED_REGEXP
 # out of the folder, links and corrupt or encrypted archives (autograder/ops/archives.py).
 c.ZipCollectApp.extractor_plugin = EXTRACTOR
 
+# The term (assignments/term.toml): nbgrader's AssignLatePenalties applies the late policy in every autograde,
+# and the feedback of a late or extended submission says how late it was and what it cost (autograder/ops/term.py).
+from autograder.ops.term import load_term  # noqa: E402
+from autograder.verdict.lateness import TermLatePolicy  # noqa: E402
+
+_TERM = load_term(os.path.dirname(os.path.abspath(__file__)))
+c.AssignLatePenalties.plugin_class = TermLatePolicy
+c.TermLatePolicy.percent_per_day = _TERM.policy.percent_per_day
+c.TermLatePolicy.cap_percent = _TERM.policy.cap_percent
+c.TermLatePolicy.hard_deadline_days = _TERM.policy.hard_deadline_days
+c.LatenessNote.utc_offset_hours = _TERM.utc_offset_hours
+
 # Feedback HTML is made from the autograded notebook, where nbgrader has put the hidden tests back
 # (by design, nbgrader issue #917): the feedback pipeline strips them again.
 c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS

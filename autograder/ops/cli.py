@@ -72,6 +72,7 @@ def cmd_release(args):
             print(f"LEAK {section}: {problem}", file=sys.stderr)
         failed |= bool(problems)
         print(f"released {section} -> {(COURSE / 'release' / section).relative_to(COURSE.parent)}")
+    _apply_term()
     if failed:
         raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
 
@@ -91,7 +92,51 @@ def cmd_warm_cache(args):
     )
 
 
+def _apply_term() -> None:
+    """Due dates, extensions and late penalties into the gradebook (autograder/ops/term.py); late ones listed."""
+    from autograder.ops.term import apply_term
+
+    try:
+        lines = apply_term(COURSE)
+    except ValueError as exc:  # a broken term.toml or extensions record: say which and where
+        raise SystemExit(f"term: {exc}") from None
+    for line in lines:
+        print(line)
+
+
+def cmd_term(args):
+    from autograder.ops.term import extensions, load_term
+
+    try:
+        term = load_term(COURSE)
+    except ValueError as exc:
+        raise SystemExit(f"term: {exc}") from None
+    print(f"截止时间（assignments/term.toml）；迟交规则：{term.policy.describe()}")
+    for section in SECTIONS:
+        due = term.due.get(section)
+        print(f"  {section:14s} {due.isoformat() if due else '未设置'}")
+    for (section, student), grant in sorted(extensions(COURSE).items()):
+        if grant.hours:
+            print(
+                f"  延期 {section} {student}：{grant.hours:g} 小时（{grant.reason}；{grant.granted_by}，{grant.granted_at}）"
+            )
+    _apply_term()
+
+
+def cmd_extend(args):
+    from autograder.ops.term import grant_extension
+
+    section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    try:
+        grant = grant_extension(COURSE, section, args.student, args.hours, args.reason)
+    except ValueError as exc:
+        raise SystemExit(f"extend: {exc}") from None
+    done = f"延期 {grant.hours:g} 小时" if grant.hours else "撤销延期"
+    print(f"{section} {grant.student}：{done}（{grant.reason}），已记入 assignments/.grading/audit/extensions.jsonl")
+
+
 def cmd_autograde(args):
+    _apply_term()  # nbgrader reads due dates and extensions from the gradebook
     results = grade_class(
         COURSE,
         _sections(args),
@@ -117,6 +162,7 @@ EXPORT_DEFAULT_TO = {"csv": "grades.csv", "canvas": "grades-canvas.csv", "moodle
 
 
 def cmd_export(args):
+    _apply_term()  # penalties from the scores as they are now, manual grades included
     to = args.to or EXPORT_DEFAULT_TO[args.format]
     if args.format == "csv":
         if args.sections:
@@ -214,6 +260,12 @@ def main(argv=None):
         ("warm-cache", cmd_warm_cache, "release, then fill and seal the JAX compilation cache grading kernels read"),
         ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
         ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
+        (
+            "term",
+            cmd_term,
+            "show due dates, late policy and extensions; write them and the late penalties to the gradebook",
+        ),
+        ("extend", cmd_extend, "grant a student an extension on one section, with a reason (recorded)"),
         ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
         ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
         ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
@@ -242,6 +294,13 @@ def main(argv=None):
                 "--repository-url", help="the edition's public address (default: repository.url of _config.yml)"
             )
             p.add_argument("--branch", help="the term's branch or tag (default: repository.branch of _config.yml)")
+        elif name == "extend":
+            p.add_argument("section", help="the assignment (section)")
+            p.add_argument("student", help="the student id")
+            p.add_argument("--hours", type=float, required=True, help="hours past the due date (0 withdraws)")
+            p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
+        elif name == "term":
+            pass
         elif name == "collect":
             p.add_argument("section", help="the assignment (section) the download belongs to")
             p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")

@@ -1,0 +1,183 @@
+"""The term: each section's due date, the late policy, and the extensions granted to students.
+
+* ``assignments/term.toml`` (the instructor edits it): the time zone, one due date per section and the late
+  policy (:class:`autograder.verdict.lateness.LatePolicy`). The course's nbgrader config reads the policy
+  from it, so nbgrader's own ``AssignLatePenalties`` applies it in every autograde.
+* ``python -m autograder extend <section> <student> --hours H --reason "..."`` grants an extension. It is
+  appended, with its reason, time and grantor, to ``.grading/audit/extensions.jsonl`` (the newest grant for
+  a student and section is the one in force; a grant of 0 hours withdraws it).
+* :func:`apply_term` writes due dates and extensions into nbgrader's gradebook and recomputes every late
+  penalty from the scores as they are now (after manual grading too). ``release``, ``autograde``, ``extend``
+  and ``export`` run it, and ``python -m autograder term`` runs it alone and prints the term.
+
+nbgrader measures lateness from the ``timestamp.txt`` in ``submitted/<student>/<section>/`` (written by
+``nbgrader collect`` and ``zip_collect``, or by the instructor from the LMS's times); no timestamp, not late.
+
+Imported by the course's nbgrader config: the standard library and the verdict's lateness module only.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import tomllib
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from autograder.verdict.lateness import LatePolicy
+
+TERM_FILE = "term.toml"
+EXTENSIONS_FILE = Path(".grading") / "audit" / "extensions.jsonl"
+
+
+@dataclass(frozen=True)
+class Term:
+    """What ``term.toml`` says: the course's UTC offset, due dates (time-zone aware) and the late policy."""
+
+    utc_offset_hours: float
+    due: dict[str, datetime]
+    policy: LatePolicy
+
+
+def _aware(section: str, text) -> datetime:
+    try:
+        when = datetime.fromisoformat(str(text))
+    except ValueError as exc:
+        raise ValueError(f"{TERM_FILE}: due date of {section} is not an ISO 8601 time: {text!r}") from exc
+    if when.tzinfo is None:
+        raise ValueError(f"{TERM_FILE}: due date of {section} needs a UTC offset, e.g. 2027-03-08T23:59:00+08:00")
+    return when
+
+
+def load_term(course_dir: Path) -> Term:
+    """Read and check ``<course_dir>/term.toml``; a missing file is a term without due dates or penalties."""
+    path = Path(course_dir) / TERM_FILE
+    if not path.is_file():
+        return Term(8.0, {}, LatePolicy())
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    late = raw.get("late_policy", {})
+    unknown = set(late) - {"percent_per_day", "cap_percent", "hard_deadline_days"}
+    if unknown:
+        raise ValueError(f"{path}: unknown late_policy setting(s) {sorted(unknown)}")
+    policy = LatePolicy(
+        float(late.get("percent_per_day", 0.0)),
+        float(late.get("cap_percent", 100.0)),
+        None if late.get("hard_deadline_days") is None else float(late["hard_deadline_days"]),
+    )
+    due = {section: _aware(section, text) for section, text in raw.get("due", {}).items()}
+    return Term(float(raw.get("utc_offset_hours", 8.0)), due, policy)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One grant: ``hours`` past the due date for ``student`` on ``section``, and why."""
+
+    section: str
+    student: str
+    hours: float
+    reason: str
+    granted_at: str
+    granted_by: str
+
+
+def extensions(course_dir: Path) -> dict[tuple[str, str], Extension]:
+    """The extensions in force, by (section, student): the newest grant of each."""
+    path = Path(course_dir) / EXTENSIONS_FILE
+    if not path.is_file():
+        return {}
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                grant = Extension(**json.loads(line))
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{path}, line {n}: not an extension record ({exc})") from exc
+            out[(grant.section, grant.student)] = grant
+    return out
+
+
+def grant_extension(course_dir: Path, section: str, student: str, hours: float, reason: str) -> Extension:
+    """Record an extension (0 hours withdraws one) and write it into the gradebook."""
+    if not reason.strip():
+        raise ValueError("an extension needs a reason (it is kept in the audit trail)")
+    if hours < 0:
+        raise ValueError(f"an extension cannot be negative: {hours} hours")
+    if section not in released_sections(course_dir):
+        raise ValueError(f"{section} is not released (not in the gradebook): release it before granting extensions")
+    grant = Extension(
+        section,
+        student,
+        float(hours),
+        reason.strip(),
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        os.environ.get("SUDO_USER") or getpass.getuser(),
+    )
+    path = Path(course_dir) / EXTENSIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(asdict(grant), ensure_ascii=False) + "\n")
+    apply_term(course_dir)
+    return grant
+
+
+def released_sections(course_dir: Path) -> set[str]:
+    """The assignments in the course's gradebook (``nbgrader generate_assignment`` puts them there)."""
+    from nbgrader.api import Gradebook
+
+    from autograder.ops.nbgrader_run import gradebook_url, prepare_gradebook
+
+    prepare_gradebook(course_dir)
+    with Gradebook(gradebook_url(course_dir)) as gb:
+        return {a.name for a in gb.assignments}
+
+
+def _utc_naive(when: datetime) -> datetime:
+    """What nbgrader's gradebook stores: UTC without a time zone."""
+    return when.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def apply_term(course_dir: Path) -> list[str]:
+    """Write the term's due dates (of released sections) and extensions into the gradebook, then recompute
+    every late penalty.
+
+    Returns one Chinese line per late submission (section, student, lateness, penalty), for the instructor.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.ops.nbgrader_run import gradebook_url, prepare_gradebook
+
+    term = load_term(course_dir)
+    prepare_gradebook(course_dir)
+    lines = []
+    with Gradebook(gradebook_url(course_dir)) as gb:
+        for section, due in sorted(term.due.items()):
+            try:  # released sections only: an assignment in the gradebook is one the exports grade
+                gb.find_assignment(section).duedate = _utc_naive(due)
+            except MissingEntry:
+                pass
+        for (section, student), grant in sorted(extensions(course_dir).items()):
+            try:
+                gb.find_assignment(section)
+            except MissingEntry:  # recorded for a section this gradebook does not hold (a new gradebook)
+                lines.append(f"{section} {student}：成绩库里没有这份作业，延期暂不生效（发布后再运行 term）")
+                continue
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(section, student, extension=timedelta(hours=grant.hours) or None)
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                late = submission.total_seconds_late
+                for notebook in submission.notebooks:
+                    notebook.late_submission_penalty = term.policy.penalty(notebook.score, late) if late > 0 else None
+                if late > 0:
+                    penalty = sum(nb.late_submission_penalty or 0.0 for nb in submission.notebooks)
+                    lines.append(
+                        f"{assignment.name} {submission.student.id}：迟交 {late / 3600:.1f} 小时，"
+                        f"扣 {term.policy.percent(late):g}%（共 {penalty:g} 分）"
+                    )
+        gb.db.commit()
+    return lines
