@@ -143,7 +143,7 @@ def _utc_naive(when: datetime) -> datetime:
 
 def apply_term(course_dir: Path) -> list[str]:
     """Write the term's due dates (of released sections) and extensions into the gradebook, then recompute
-    every late penalty.
+    every late penalty (when the course has a term file).
 
     Returns one Chinese line per late submission (section, student, lateness, penalty), for the instructor.
     """
@@ -168,7 +168,9 @@ def apply_term(course_dir: Path) -> list[str]:
                 continue
             gb.update_or_create_student(student)
             gb.update_or_create_submission(section, student, extension=timedelta(hours=grant.hours) or None)
-        for assignment in gb.assignments:
+        # without a term file the course has no policy of its own: penalties stay as nbgrader set them
+        graded = gb.assignments if (Path(course_dir) / TERM_FILE).is_file() else []
+        for assignment in graded:
             for submission in assignment.submissions:
                 late = submission.total_seconds_late
                 for notebook in submission.notebooks:
