@@ -135,6 +135,35 @@ def cmd_extend(args):
     print(f"{section} {grant.student}：{done}（{grant.reason}），已记入 assignments/.grading/audit/extensions.jsonl")
 
 
+def cmd_regrade(args):
+    from autograder.ops.regrades import decide, import_requests, open_requests
+
+    try:
+        if args.action == "import":
+            imported = import_requests(COURSE, Path(args.file))
+            for r in imported.added:
+                print(f"收到 {r.id}：{r.student} {r.section} {r.notebook}/{r.cell}")
+            for problem in imported.problems:
+                print(f"没有收下 {problem}")
+            print(f"收下 {len(imported.added)} 条申请，{len(imported.problems)} 行有问题（见上）")
+        elif args.action == "list":
+            pending = open_requests(COURSE, args.sections or None)
+            for o in pending:
+                r = o.request
+                print(
+                    f"{r.id:5s} {r.section} {r.student} {r.notebook}/{r.cell} 现为 {o.score:g}/{o.max_score:g}：{r.reason}"
+                )
+            print(f"待复核 {len(pending)} 条")
+        else:
+            if (args.score is None) == (not args.keep):
+                raise ValueError("decide needs exactly one of --score X and --keep")
+            d = decide(COURSE, args.id, None if args.keep else args.score, args.reason)
+            kept = "维持原分" if d.score is None else f"{d.old_score:g} -> {d.score:g}"
+            print(f"{d.id}：{kept}（{d.reason}）；学生下次的反馈（make feedback）里会看到")
+    except ValueError as exc:
+        raise SystemExit(f"regrade: {exc}") from None
+
+
 def cmd_autograde(args):
     _apply_term()  # nbgrader reads due dates and extensions from the gradebook
     results = grade_class(
@@ -265,6 +294,7 @@ def main(argv=None):
             cmd_term,
             "show due dates, late policy and extensions; write them and the late penalties to the gradebook",
         ),
+        ("regrade", cmd_regrade, "regrade requests: import a form's CSV, list the open ones, decide one"),
         ("extend", cmd_extend, "grant a student an extension on one section, with a reason (recorded)"),
         ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
         ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
@@ -301,6 +331,19 @@ def main(argv=None):
             p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
         elif name == "term":
             pass
+        elif name == "regrade":
+            actions = p.add_subparsers(dest="action", required=True)
+            a = actions.add_parser(
+                "import", help="read a form's CSV: student,section,cell,reason (or 学号,作业,单元,理由)"
+            )
+            a.add_argument("file")
+            a = actions.add_parser("list", help="the open requests, with each cell's score now")
+            a.add_argument("sections", nargs="*")
+            a = actions.add_parser("decide", help="close a request: --keep or --score X, with --reason")
+            a.add_argument("id", help="the request's id, e.g. r3")
+            a.add_argument("--score", type=float, help="the cell's new score (written as its manual score)")
+            a.add_argument("--keep", action="store_true", help="the score stands")
+            a.add_argument("--reason", required=True, help="why (the student reads it)")
         elif name == "collect":
             p.add_argument("section", help="the assignment (section) the download belongs to")
             p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")

@@ -10,7 +10,8 @@
   The verdict must come right after execution, before anything reads a score; sanitising comes after
   the verdict (which reads the kernel's raw record outputs) and keeps errors as errors, so the grades
   saved later are the verdict's;
-* feedback: nbgrader's grades, the lateness note of a late or extended submission, styling, then strip
+* feedback: nbgrader's grades, the lateness note of a late or extended submission, the decisions on
+  regrade requests under their cells, styling, then strip
   the hidden tests again (nbgrader puts them back into the autograded notebook by design, nbgrader
   issue #917), then sanitise once more, last, so the page is inert even when made from an autograded
   notebook this course's autograde did not write.
@@ -32,6 +33,7 @@ from nbgrader.preprocessors import (
 from autograder.confine.execute import SafeExecute
 from autograder.verdict.lateness import LatenessNote
 from autograder.verdict.preprocessors import ExternalVerdict
+from autograder.verdict.regrades import RegradeNote
 from autograder.verdict.sanitize import SanitizeOutputs
 
 AUTOGRADE_PREPROCESSORS = [
@@ -45,4 +47,11 @@ AUTOGRADE_PREPROCESSORS = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
-FEEDBACK_PREPROCESSORS = [GetGrades, LatenessNote, CSSHTMLHeaderPreprocessor, ClearHiddenTests, SanitizeOutputs]
+FEEDBACK_PREPROCESSORS = [
+    GetGrades,
+    LatenessNote,
+    RegradeNote,
+    CSSHTMLHeaderPreprocessor,
+    ClearHiddenTests,
+    SanitizeOutputs,
+]
