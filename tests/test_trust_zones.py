@@ -14,6 +14,7 @@ Checked statically (every ``import`` statement, also those inside functions), in
 """
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -104,3 +105,14 @@ def test_the_checker_sees_a_forbidden_import(tmp_path):
     _, third_party, own = ZONES["verdict"]
     found = {m for m in imported_modules(bad) if not _allowed(m, third_party, own)}
     assert found == {"autograder.authoring.reference", "autograder.ops.cli"}
+
+
+def test_instructor_commands_start_without_jax_or_the_references():
+    # `python -m autograder export --help` took 4.1 s when the CLI imported every reference module (and JAX)
+    # at start-up; a command imports them when it runs (autograder/ops/cli.py)
+    probe = (
+        "import sys; from autograder.ops import cli; "
+        "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('autograder.authoring.reference')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

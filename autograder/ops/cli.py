@@ -1,6 +1,8 @@
 """Instructor commands: ``python -m autograder <command>`` (run from the repository root).
 
-Each command wraps the real nbgrader commands on the course folder ``assignments/``.
+Each command wraps the real nbgrader commands on the course folder ``assignments/``. A command imports
+what it needs when it runs: JAX and the reference solutions only for the commands that compute with them
+(``regenerate``, ``release``, ``selftest``, ...), so ``export``, ``collect``, ``term`` or ``--help`` start fast.
 """
 
 from __future__ import annotations
@@ -10,17 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-
-from autograder.authoring import regenerate as data, sources
-from autograder.ops.classrun import grade_class, summary_lines
+from autograder.authoring.sections import SECTIONS
 from autograder.ops.nbgrader_run import nbgrader
-from autograder.authoring.reference import SECTIONS, WRONG_ANSWERS
-from autograder.authoring.registry import all_checks
-from autograder.authoring.release_scan import scan_release
-from autograder.ops.selftest import run_section, scratch_course
-from autograder.verdict.data import load
 
-COURSE = sources.COURSE_DIR
+COURSE = Path(__file__).resolve().parents[2] / "assignments"
 
 
 def _sections(args) -> list[str]:
@@ -32,11 +27,17 @@ def _sections(args) -> list[str]:
 
 
 def cmd_build(args):
+    from autograder.authoring import sources
+
     for path in sources.build_all(COURSE, _sections(args)):
         print(f"built {path.relative_to(COURSE.parent)}")
 
 
 def cmd_regenerate(args):
+    from autograder.authoring import regenerate as data
+    from autograder.authoring.registry import all_checks
+    from autograder.verdict.data import load
+
     sections = _sections(args)
     exercises = sorted(
         {c.exercise for c in all_checks().values() if any(c.exercise.startswith(f"{s}_") for s in sections)}
@@ -63,6 +64,9 @@ def cmd_regenerate(args):
 
 
 def cmd_release(args):
+    from autograder.authoring import regenerate as data
+    from autograder.authoring.release_scan import scan_release
+
     cmd_build(args)
     failed = False
     for section in _sections(args):
@@ -165,6 +169,8 @@ def cmd_regrade(args):
 
 
 def cmd_autograde(args):
+    from autograder.ops.classrun import grade_class, summary_lines
+
     _apply_term()  # nbgrader reads due dates and extensions from the gradebook
     results = grade_class(
         COURSE,
@@ -240,6 +246,11 @@ def cmd_report(args):
 
 
 def cmd_selftest(args):
+    from autograder.authoring import regenerate as data
+    from autograder.authoring.reference import WRONG_ANSWERS
+    from autograder.authoring.release_scan import scan_release
+    from autograder.ops.selftest import run_section, scratch_course
+
     bad = False
     with tempfile.TemporaryDirectory() as tmp:
         for section in _sections(args):

@@ -6,20 +6,14 @@ discovered, so adding a section means adding its module (and its sources under a
 """
 
 import importlib
-import pkgutil
 
 import course_lib as cl
+from autograder.authoring.sections import SECTIONS
 
 # References are computed in float64, whatever imported them first.
 cl.enable_float64()
 
-#: nbgrader assignments (one per section) that have exercises, in chapter order.
-SECTIONS = tuple(
-    sorted(
-        (m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")),
-        key=lambda name: (not name.startswith("s04_"), name),
-    )
-)  # the project last
+__all__ = ["EXERCISES", "SECTIONS", "WRONG_ANSWERS"]
 
 #: exercise id -> its spec
 EXERCISES = {}
