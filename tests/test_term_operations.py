@@ -97,6 +97,8 @@ def test_feedback_says_how_late_and_what_it_cost(term_course):
         for student in ("ontime", "late", "extended", "toolate")
     }
     assert "迟交情况" not in pages["ontime"]
+    # the graders' rubric copies stay out of feedback (these students' answers are the reference's own text)
+    assert all("只给助教看" not in page for page in pages.values())
     assert "迟交 30.0 小时" in pages["late"] and "扣 20%" in pages["late"] and "每迟交一天" in pages["late"]
     assert "含延期 2.0 天（48 小时）" in pages["extended"] and "不扣分" in pages["extended"]
     assert "扣 100%" in pages["toolate"] and "计 0 分" in pages["toolate"]
@@ -185,3 +187,20 @@ def test_a_regrade_request_goes_from_the_form_to_the_next_feedback(term_course, 
     assert "复核结果" in wrong and f"由 {lost:g} 分改为 {points:g} 分" in wrong and "判断有误" in wrong
     assert "维持原分" in late and "网络故障" in late
     assert "<script>alert(1)</script>" not in late and "&lt;script&gt;" in late  # the student's text stays text
+
+
+def test_formgrader_shows_each_written_answer_with_its_rubric(term_course):
+    import nbformat
+
+    from autograder.verdict.rubrics import RUBRIC_TAG
+
+    written = 0
+    for path in sorted((term_course / "autograded" / "ontime" / SECTION).glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        for cell, after in zip(cells, cells[1:]):
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+                written += 1
+                assert RUBRIC_TAG in after.metadata.get("tags", []), (path.name, meta["grade_id"])
+                assert "评分细则" in after.source and "参考答案" in after.source
+    assert written >= 2
