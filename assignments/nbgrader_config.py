@@ -59,6 +59,18 @@ c.TermLatePolicy.cap_percent = _TERM.policy.cap_percent
 c.TermLatePolicy.hard_deadline_days = _TERM.policy.hard_deadline_days
 c.LatenessNote.utc_offset_hours = _TERM.utc_offset_hours
 
+# Formulas render in formgrader and in the feedback HTML with no network: MathJax 3 from the package the book
+# vendors, inlined by the course's override of nbconvert's mathjax template (autograder/verdict/mathjax.py).
+import nbgrader  # noqa: E402
+
+from autograder.verdict.mathjax import TEMPLATES  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+    str(TEMPLATES),
+]
+c.HTMLExporter.filters = {"offline_mathjax": "autograder.verdict.mathjax.offline_mathjax"}
+
 # Feedback HTML is made from the autograded notebook, where nbgrader has put the hidden tests back
 # (by design, nbgrader issue #917): the feedback pipeline strips them again.
 c.GenerateFeedback.preprocessors = FEEDBACK_PREPROCESSORS

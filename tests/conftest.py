@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: tiers that describe a whole module: what it starts (see pyproject.toml for each marker)
 MODULE_TIERS = ("nbgrader", "book", "browser", "pdf")
 #: fixtures that start something, and the tier a module using them needs
-TIER_OF_FIXTURE = {"built_book": "book", "released_course": "nbgrader"}
+TIER_OF_FIXTURE = {"built_book": "book", "released_course": "nbgrader", "browser": "browser"}
 #: imports that open something, and the tier
 TIER_OF_IMPORT = {"playwright": "browser"}
 
@@ -189,3 +189,36 @@ def built_book(tmp_path_factory):
             assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
             (out / "BUILD_SUCCEEDED").write_text("")
     return out / "_build" / "html"
+
+
+# --- Debian's chromium, driven by Playwright (tests/test_browser.py, tests/test_formgrader_browser.py) ---
+
+
+def _find_chromium():
+    if os.environ.get("CHROMIUM"):  # an explicit choice; CHROMIUM=none tests the message below
+        candidates = [os.environ["CHROMIUM"]]
+    else:  # Debian's binary itself first: its /usr/bin/chromium wrapper only adds shell noise
+        candidates = ["/usr/lib/chromium/chromium", shutil.which("chromium"), "/usr/bin/chromium"]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = _find_chromium()
+    if executable is None:
+        message = (
+            "browser tests need Debian's chromium (apt-get install --no-install-recommends chromium; "
+            ".ci/run installs it), or CHROMIUM=/path/to/chromium"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " -- CI is set, so these tests may not skip")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable)
+        yield chromium
+        chromium.close()

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
@@ -42,36 +40,6 @@ pytestmark = [
 
 
 PAGES = toc_pages() + ["search", "genindex"]
-
-
-def _find_chromium():
-    if os.environ.get("CHROMIUM"):  # an explicit choice; CHROMIUM=none tests the message below
-        candidates = [os.environ["CHROMIUM"]]
-    else:  # Debian's binary itself first: its /usr/bin/chromium wrapper only adds shell noise
-        candidates = ["/usr/lib/chromium/chromium", shutil.which("chromium"), "/usr/bin/chromium"]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _find_chromium()
-    if executable is None:
-        message = (
-            "browser tests need Debian's chromium (apt-get install --no-install-recommends chromium; "
-            ".ci/run installs it), or CHROMIUM=/path/to/chromium"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message + " -- CI is set, so these tests may not skip")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=executable)
-        yield chromium
-        chromium.close()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -1,0 +1,196 @@
+"""Manual grading as a TA does it: formgrader in a real Jupyter server, driven by headless Chromium, offline.
+
+One section is released with its due date, one student's submission is autograded, and a Jupyter server with
+nbgrader's formgrader starts in the course folder (as the instructors page says). Every request that leaves
+localhost is blocked and counted as a failure. The TA
+
+* sees the section with its due date on the Manage Assignments page;
+* opens the student's notebook, sees each written answer with its rubric beside it and the formulas rendered
+  (MathJax from the book's own package, no CDN);
+* enters a score and a comment for a written answer, which reach the gradebook and the LMS export.
+
+The feedback page the student receives renders its formulas offline as well.
+"""
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.ops.exports import write_canvas_csv
+from autograder.ops.nbgrader_run import gradebook_url, nbgrader
+from autograder.ops.reports import score_rows
+from autograder.ops.selftest import hand_in
+from autograder.ops.term import apply_term
+
+pytestmark = [pytest.mark.nbgrader, pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("formgrader")]
+
+SECTION = "s04_3"
+STUDENT = "reference"
+TOKEN = "formgrader-test-token"
+LOCAL = ("http://127.0.0.1", "file://", "data:", "about:", "blob:")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory, released_course):
+    course = released_course(SECTION, tmp_path_factory.mktemp("formgrader") / "course")
+    hand_in(SECTION, course, wrong_answers=False, released=True)
+    apply_term(course)
+    nbgrader(["autograde", SECTION, "--force", f"--student={STUDENT}"], course)
+    nbgrader(["generate_feedback", SECTION, "--force", f"--student={STUDENT}"], course)
+    return course
+
+
+@pytest.fixture(scope="module")
+def formgrader(graded_course):
+    """``base URL`` of a Jupyter server with formgrader, started in the course folder."""
+    port = _free_port()
+    log = (graded_course / "jupyter-server.log").open("w")
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}  # nbgrader calls alembic
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={graded_course}",
+            "--allow-root",  # CI grades as root
+        ],
+        cwd=graded_course,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"the Jupyter server did not start:\n{log.name}: {Path(log.name).read_text()[-4000:]}")
+            time.sleep(0.5)
+    yield base
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+@pytest.fixture
+def page(browser):
+    # the token on every request, the page's own API calls included (a token in the URL authenticates one page)
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, extra_http_headers={"Authorization": f"token {TOKEN}"}
+    )
+    outside = []
+
+    def route(r):
+        if r.request.url.startswith(LOCAL):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    yield tab
+    context.close()
+    assert outside == [], f"requests left localhost: {outside[:5]}"
+
+
+def _rendered_formulas(tab) -> int:
+    tab.wait_for_selector("mjx-container", timeout=30_000)
+    return tab.locator("mjx-container").count()
+
+
+def _written(course) -> dict[str, tuple[str, list[tuple[str, float]]]]:
+    """``{notebook: (submission notebook id, [(grade_id, points), ...])}`` of the written answers."""
+    out = {}
+    with Gradebook(gradebook_url(course)) as gb:
+        for nb in gb.find_submission(SECTION, STUDENT).notebooks:
+            cells = [(g.cell.name, g.max_score) for g in nb.grades if g.cell.cell_type == "markdown"]
+            if cells:
+                out[nb.name] = (nb.id, cells)
+    assert out, "no written answer in " + SECTION
+    return out
+
+
+def _saved(course, notebook, cell):
+    with Gradebook(gradebook_url(course)) as gb:
+        score = gb.find_grade(cell, notebook, SECTION, STUDENT).manual_score
+        return score, gb.find_comment(cell, notebook, SECTION, STUDENT).manual_comment
+
+
+def test_the_ta_sees_the_section_with_its_due_date(formgrader, page):
+    page.goto(f"{formgrader}/formgrader/manage_assignments")
+    row = page.locator("tr", has_text=SECTION).first
+    row.wait_for(timeout=30_000)
+    assert "2027-03-22" in row.inner_text()  # from assignments/term.toml, not "None"
+
+
+def test_the_ta_grades_each_written_answer_beside_its_rubric_with_rendered_formulas(graded_course, formgrader, page):
+    comment = "推导完整，但没有说明步长上界从哪里来。"
+    given = {}
+    for notebook, (submission, cells) in _written(graded_course).items():
+        page.goto(f"{formgrader}/formgrader/submissions/{submission}/")
+        assert _rendered_formulas(page) > 0
+        # formgrader focuses its first input once MathJax reports the page typeset; a TA starts after that
+        page.wait_for_function("window.MathJax && MathJax.loaded === true", timeout=30_000)
+        text = page.locator("body").inner_text()
+        assert text.count("只给助教看") == len(cells)  # each written answer with its rubric beside it
+        assert "\\partial" not in text and "\\le " not in text  # no raw TeX left
+        for cell, points in cells:
+            given[(notebook, cell)] = points / 2
+            page.fill(f"input.score#{cell}", f"{points / 2:g}")
+            with page.expect_response(lambda r: "/api/grade/" in r.url and r.request.method == "PUT") as saved:
+                page.fill(f"textarea#{cell}-comment", comment)  # leaving the score box saves the score
+            assert saved.value.ok, saved.value.status
+            with page.expect_response(lambda r: "/api/comment/" in r.url and r.request.method == "PUT") as saved:
+                page.locator(f"textarea#{cell}-comment").blur()  # and leaving this one the comment
+            assert saved.value.ok, saved.value.status
+    for (notebook, cell), score in given.items():  # what the TA entered is in the gradebook
+        assert _saved(graded_course, notebook, cell) == (score, comment), (notebook, cell)
+
+    rows = [r for r in score_rows(graded_course, [SECTION]) if r["student"] == STUDENT]
+    for notebook in _written(graded_course):
+        row = next(r for r in rows if r["exercise"] == notebook)
+        manual = sum(score for (nb, _), score in given.items() if nb == notebook)
+        assert float(row["manual_score"]) == pytest.approx(manual), row  # make report's scores.csv
+    out = graded_course / "canvas.csv"
+    write_canvas_csv(graded_course, out, [SECTION])
+    with Gradebook(gradebook_url(graded_course)) as gb:
+        total = gb.find_submission(SECTION, STUDENT).score
+    exported = next(r for r in csv.DictReader(out.open(encoding="utf-8", newline="")) if r["SIS User ID"] == STUDENT)
+    assert float(exported[SECTION]) == pytest.approx(total)  # every written answer graded: the total is exported
+
+
+def test_the_feedback_page_renders_its_formulas_offline(graded_course, page):
+    feedback = sorted((graded_course / "feedback" / STUDENT / SECTION).glob("*.html"))
+    assert feedback
+    html = feedback[0].read_text(encoding="utf-8")
+    assert "cdnjs" not in html and "MathJax" in html
+    page.goto(feedback[0].as_uri())
+    assert _rendered_formulas(page) > 0
