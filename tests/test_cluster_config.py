@@ -7,30 +7,15 @@ worker thread per job (one submission at a time), 4 CPUs booked for the grading 
 the shared venv's interpreter.
 """
 
-import ast
-import re
 import shlex
-from pathlib import Path
 
-PAGE = Path(__file__).resolve().parents[1] / "book" / "instructors.md"
-
-
-def _documented_kwargs() -> dict:
-    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
-    block = next(b for b in blocks if "SLURMCluster(" in b)
-    calls = [
-        node
-        for node in ast.walk(ast.parse(block))
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "SLURMCluster"
-    ]
-    assert len(calls) == 1 and not calls[0].args
-    return {kw.arg: ast.literal_eval(kw.value) for kw in calls[0].keywords}
+from slurm_cluster import documented_slurm_kwargs
 
 
 def test_the_documented_slurm_configuration_books_cpus_for_one_single_threaded_worker():
     from dask_jobqueue import SLURMCluster
 
-    kwargs = _documented_kwargs()
+    kwargs = documented_slurm_kwargs()
     cluster = SLURMCluster(**kwargs)
     try:
         script = cluster.job_script()

@@ -7,6 +7,7 @@ it must not read the reference data or solutions, not write anywhere but its scr
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -139,6 +140,7 @@ ISOLATION_PROBE = textwrap.dedent("""
         "udp": lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 53)),
         "raw_disk": lambda: open("/dev/" + sorted(p for p in os.listdir("/dev") if p.startswith(("vd", "sd", "nvme")))[0], "rb"),
         "shadow": lambda: open("/etc/shadow").read(),
+        "unix": lambda: socket.socket(socket.AF_UNIX).connect(SERVICE),  # a local service's socket, open to all
     }.items():
         try:
             attempt()
@@ -152,10 +154,22 @@ ISOLATION_PROBE = textwrap.dedent("""
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a kernel user of its own and network namespaces need root")
-def test_root_grading_kernel_runs_as_its_own_user_without_network():
-    # the launcher's confinement, without ipykernel: its own user, no root, no network, nothing left behind
+@pytest.mark.parametrize("with_seccomp", [True, False])
+def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with_seccomp):
+    # the launcher's confinement, without ipykernel: its own user, no root, no network, nothing left behind;
+    # without the seccomp step (the control) the kernel's user can reach a local service's Unix socket
     from autograder.confine import isolation, launcher
     from autograder.confine.limits import DEFAULT_LIMITS
+
+    service = tmp_path / "service" / "service.sock"  # like /run/munge/munge.socket.2: any user may connect
+    service.parent.mkdir()
+    for folder in (service.parent, *service.parent.parents):
+        if folder != Path("/"):
+            folder.chmod(folder.stat().st_mode | 0o055)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(service))
+    service.chmod(0o777)
+    listener.listen()
 
     uid = isolation.pick_uid()
     scratch = isolation.prepare_scratch(uid)
@@ -179,13 +193,20 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network():
     ]
     code = (
         "import sys\nfrom autograder.confine import launcher\nopts, _ = launcher.parse(sys.argv[1:])\n"
-        "launcher.apply_limits(opts)\nlauncher.confine(opts)\n" + ISOLATION_PROBE
+        f"SERVICE = {str(service)!r}\n"
+        + ("" if with_seccomp else "launcher.seccomp.deny_connect = lambda: None\n")
+        + "launcher.apply_limits(opts)\nlauncher.confine(opts)\n"
+        + ISOLATION_PROBE
     )
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    finally:
+        listener.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = eval(proc.stdout.strip().splitlines()[-1])  # noqa: S307 - our own probe's dict
     assert report["uid"] == uid and report["groups"] == []
     assert report["tcp"] == "PermissionError" and report["udp"] == "OSError"  # Landlock, then an empty netns
+    assert report["unix"] == ("PermissionError" if with_seccomp else "ok")
     assert report["raw_disk"] in ("PermissionError", "IndexError") and report["shadow"] == "PermissionError"
     time.sleep(1)  # the daemon has forked and left its session
     assert isolation.processes_of(uid), "the probe's daemon should still run until the grader ends it"

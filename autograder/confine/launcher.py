@@ -15,7 +15,9 @@ and picked ``N``), it runs these steps before any student byte, in this order:
    TMPDIR and working folder; JAX pointed at the instructor's compilation cache, if the trusted side
    verified one (:mod:`autograder.confine.compile_cache`), and told never to write it;
 4. Landlock (:mod:`autograder.confine.landlock`): read only what Python needs, write only ``DIR``, no TCP,
-   no signals or abstract sockets outside the sandbox.
+   no signals or abstract sockets outside the sandbox;
+5. a seccomp filter (:mod:`autograder.confine.seccomp`): no ``connect`` of any socket, so no pathname Unix
+   socket of a local service (munge on a Slurm node, the gradebook server, D-Bus) either.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import sys
 from pathlib import Path
 
 from autograder.confine import compile_cache as compile_cache_
-from autograder.confine import isolation, landlock
+from autograder.confine import isolation, landlock, seccomp
 
 #: environment variables a grading kernel keeps; everything else (tokens, passwords, proxies) is dropped
 ENV_ALLOWED = (
@@ -123,6 +125,7 @@ def confine(opts: argparse.Namespace) -> None:
     clean_environment(scratch, opts.compile_cache and opts.compile_cache.resolve())
     os.chdir(scratch)
     landlock.confine(scratch, extra_readable=readable)
+    seccomp.deny_connect()  # after Landlock, which sets no_new_privs
 
 
 def main(argv=None, before_kernel=None) -> None:
