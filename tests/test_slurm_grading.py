@@ -166,7 +166,8 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
         rerun = _driver(course, cluster.scheduler_address)
         # one job dies while the rerun runs: cancelled as it grades a submission of the dead driver or of the rerun
         _wait(
-            lambda: rerun.poll() is not None or any(_being_graded(course, s) for s in STUDENTS if s not in _ledger(course)),
+            lambda: rerun.poll() is not None
+            or any(_being_graded(course, s) for s in STUDENTS if s not in _ledger(course)),
             "a submission being graded",
         )
         slurm.cancel(jobs[0])
