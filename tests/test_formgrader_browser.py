@@ -13,15 +13,9 @@ The feedback page the student receives renders its formulas offline as well.
 """
 
 import csv
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
+from formgrader_server import formgrader_server, offline_tab
 from nbgrader.api import Gradebook
 
 from autograder.ops.exports import write_canvas_csv
@@ -34,14 +28,6 @@ pytestmark = [pytest.mark.nbgrader, pytest.mark.browser, pytest.mark.slow, pytes
 
 SECTION = "s04_3"
 STUDENT = "reference"
-TOKEN = "formgrader-test-token"
-LOCAL = ("http://127.0.0.1", "file://", "data:", "about:", "blob:")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -56,69 +42,14 @@ def graded_course(tmp_path_factory, released_course):
 
 @pytest.fixture(scope="module")
 def formgrader(graded_course):
-    """``base URL`` of a Jupyter server with formgrader, started in the course folder."""
-    port = _free_port()
-    log = (graded_course / "jupyter-server.log").open("w")
-    bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}  # nbgrader calls alembic
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "server",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={graded_course}",
-            "--allow-root",  # CI grades as root
-        ],
-        cwd=graded_course,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"the Jupyter server did not start:\n{log.name}: {Path(log.name).read_text()[-4000:]}")
-            time.sleep(0.5)
-    yield base
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    log.close()
+    with formgrader_server(graded_course) as base:
+        yield base
 
 
 @pytest.fixture
 def page(browser):
-    # the token on every request, the page's own API calls included (a token in the URL authenticates one page)
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 900}, extra_http_headers={"Authorization": f"token {TOKEN}"}
-    )
-    outside = []
-
-    def route(r):
-        if r.request.url.startswith(LOCAL):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    tab = context.new_page()
-    yield tab
-    context.close()
-    assert outside == [], f"requests left localhost: {outside[:5]}"
+    with offline_tab(browser) as tab:
+        yield tab
 
 
 def _rendered_formulas(tab) -> int:

@@ -127,7 +127,7 @@ def test_every_entry_point_refuses_without_landlock(monkeypatch):
         with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=True)):
             pass
     with pytest.raises(RuntimeError, match="S04_GRADING_SANDBOX=off"):
-        limits.grading_env(ROOT / "assignments", limits.Limits(sandbox=True))
+        limits.require_sandbox(limits.Limits(sandbox=True))
     with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=False)) as km:  # explicitly turned off
         assert "--no-sandbox" in km.launcher_argv
 

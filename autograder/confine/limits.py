@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from autograder.confine import landlock
 
@@ -49,13 +48,3 @@ def require_sandbox(limits: Limits = DEFAULT_LIMITS) -> None:
             "code could read the reference data. Grade on Linux >= 5.13 with Landlock, or set "
             "S04_GRADING_SANDBOX=off to grade WITHOUT tamper resistance."
         )
-
-
-def grading_env(course_dir: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
-    """Environment for nbgrader runs on ``course_dir``; refuses (raises) without the sandbox.
-
-    Nothing needs setting any more (the course's nbgrader config starts the confined kernel itself);
-    the check runs before nbgrader starts so that the class run fails fast with a clear message.
-    """
-    require_sandbox(limits)
-    return {}

@@ -38,7 +38,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder.ops import audit
-from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, grading_env
+from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, require_sandbox
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
 from autograder.ops.nbgrader_run import prepare_gradebook
 from autograder.ops.submission_lock import SubmissionBusy, graded_alone
@@ -120,7 +120,7 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
     problem = submission_problem(course, section, student)
     if problem:
         return JobResult(section, student, "failed", 0.0, problem)
-    grading_env(course, limits)  # refuses to grade without the sandbox, before any kernel starts
+    require_sandbox(limits)  # refuses to grade without the sandbox, before any kernel starts
     # Another process may still grade this submission (a killed Dask driver's job, a second class run):
     # wait for it, then grade again. Its own two attempts are bounded by the submission limit.
     asked = time.perf_counter()

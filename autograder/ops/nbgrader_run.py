@@ -7,17 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.confine.limits import grading_env
+from autograder.confine.limits import require_sandbox
 
 
 def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run ``nbgrader <args>`` in ``course_dir``; raise with nbgrader's log if it fails.
 
     The interpreter's ``bin/`` goes first on PATH because nbgrader calls ``alembic`` by name;
-    kernels started by nbgrader run under :func:`autograder.confine.limits.grading_env`.
+    refuses (:func:`autograder.confine.limits.require_sandbox`) where grading kernels could not be sandboxed.
     """
+    require_sandbox()
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, **grading_env(course_dir), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
         [os.path.join(bin_dir, "nbgrader"), *args],
         cwd=course_dir,

@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from autograder.confine import isolation
-from autograder.confine.limits import Limits, grading_env
+from autograder.confine.limits import Limits, require_sandbox
 
 _PR_SET_PDEATHSIG = 1
 
@@ -95,7 +95,7 @@ def serve(conn, course_dir: str) -> None:
     except OSError:
         pass
     os.chdir(course_dir)
-    os.environ.update(grading_env(Path(course_dir)))
+    require_sandbox()  # fail fast, before nbgrader starts a kernel
     while True:
         try:
             job = conn.recv()
