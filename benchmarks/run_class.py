@@ -15,13 +15,7 @@ scratch course (sandbox on, as for any entry point):
   timed apart: an instructor pays it once per release, not per class);
 * ``dask x1`` / ``dask x2``: the same jobs on a local Dask cluster of 1 / 2 single-threaded worker
   processes (kernels forked, no cache; the cluster's start is part of the time): how the Dask path scales
-  from one worker to two;
-* ``floor``: no grader at all. One process imports what a grading kernel's warm template imports
-  (:data:`autograder.confine.zygote.PRELOAD`), then forks once per student; the child executes exactly the
-  code cells grading runs of each of the student's notebooks (the source's cells with the student's solution
-  cells in place, hidden tests included, ``skip-in-grading`` cells left out), in order, each notebook in a
-  fresh namespace. Its CPU, counted from the first fork, is the cost of the students' own code: what no
-  grader can avoid. Issue 31's overhead is ``class x2`` CPU over ``floor`` CPU (target <= 1.2x).
+  from one worker to two.
 
 It prints seconds, students/minute, the extrapolated time for 100 students, the ratio of each mode
 to ``plain launched`` and to ``plain``, and CPU seconds per submission: the whole machine's busy time
@@ -56,8 +50,7 @@ from autograder.ops.selftest import make_submission, release_section, scratch_co
 
 TARGET_MIN_PER_100 = 10.0
 TARGET_RATIO = 4.0
-MODES = ("plain launched", "plain", "class x2 launched", "class x2", "class x2 + cache", "dask x1", "dask x2", "floor")
-TARGET_OVERHEAD = 1.2  # class x2 CPU / floor CPU
+MODES = ("plain launched", "plain", "class x2 launched", "class x2", "class x2 + cache", "dask x1", "dask x2")
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
 
 
@@ -89,58 +82,6 @@ def _machine_cpu() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-def floor_cells(course: Path, section: str, student: str) -> list[tuple[str, list[tuple[str, str]]]]:
-    """``[(notebook, [(label, source), ...]), ...]``: the code cells grading runs of ``student``'s notebooks,
-    as nbgrader runs them (locked and graded cells from the source, solution cells from the submission)."""
-    from autograder.confine.execute import skipped_when_grading
-
-    out = []
-    for submitted in sorted((course / "submitted" / student / section).glob("*.ipynb")):
-        source = nbformat.read(course / "source" / section / submitted.name, as_version=4)
-        answers = solution_sources(nbformat.read(submitted, as_version=4))
-        cells = []
-        for i, cell in enumerate(source.cells):
-            if cell.cell_type != "code" or skipped_when_grading(cell):
-                continue
-            meta = cell.metadata.get("nbgrader", {})
-            gid = meta.get("grade_id", f"cell {i}")
-            cells.append((gid, answers.get(gid, cell.source) if meta.get("solution") else cell.source))
-        out.append((submitted.stem, cells))
-    return out
-
-
-def run_floor(course: Path, section: str) -> dict:
-    """In this process (a fresh one): preload as the zygote does, then fork once per student and execute the
-    cells grading runs. ``{"cpu_s", "seconds", "errors"}`` from the first fork to the last child's end."""
-    import contextlib
-    import importlib
-    import io
-
-    from autograder.confine.zygote import PRELOAD
-
-    for name in PRELOAD:
-        importlib.import_module(name)
-    students = sorted(p.name for p in (course / "submitted").iterdir())
-    work = {student: floor_cells(course, section, student) for student in students}
-    errors = 0
-    cpu0, start = _machine_cpu(), time.perf_counter()
-    for student in students:
-        pid = os.fork()
-        if pid == 0:
-            failed = 0
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                for notebook, cells in work[student]:
-                    namespace: dict = {"__name__": "__main__"}
-                    for label, source in cells:
-                        try:
-                            exec(compile(source, f"{notebook}:{label}", "exec"), namespace)
-                        except BaseException:  # noqa: BLE001 - a wrong or blank answer fails, as in grading
-                            failed += 1
-            os._exit(min(failed, 255))
-        errors += os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return {"cpu_s": _machine_cpu() - cpu0, "seconds": time.perf_counter() - start, "errors": errors, "warm_s": 0.0}
-
-
 def timed(mode: str, section: str, n_students: int) -> dict:
     """``{"seconds", "cpu_s", "warm_s"}`` of grading the class once in ``mode``."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,19 +93,6 @@ def timed(mode: str, section: str, n_students: int) -> dict:
             warm_cache(course, [section], log=lambda line: None)
             warm_s = time.perf_counter() - start
         extra = LAUNCHED if mode.endswith("launched") else []
-        if mode == "floor":  # a fresh process, as a grading worker's zygote is
-            env = {**os.environ, "MPLBACKEND": "Agg"}
-            out = subprocess.run(
-                [sys.executable, __file__, "--floor", str(course), section],
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=7200,
-            )
-            result = json.loads(out.stdout.splitlines()[-1])
-            print(f"  floor: {result['errors']} cells failed (blank and wrong answers fail as in grading)", flush=True)
-            return result
         cpu0, start = _machine_cpu(), time.perf_counter()
         if mode.startswith("plain"):
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -196,11 +124,7 @@ def main(argv=None) -> int:
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--floor", nargs=2, metavar=("COURSE", "SECTION"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.floor:  # the floor's own process (see run_floor)
-        print(json.dumps(run_floor(Path(args.floor[0]), args.floor[1])))
-        return 0
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores", flush=True)
     runs = {}
     for mode in args.modes:
@@ -222,13 +146,6 @@ def main(argv=None) -> int:
             f" {cpu_per:11.1f} {100 * cpu_per / 16 / 60:12.1f} m"
         )
     print(f"targets: class run >= {TARGET_RATIO:g}x plain; 100 students <= {TARGET_MIN_PER_100:g} min on this machine")
-    if "floor" in runs:
-        floor = runs["floor"]["cpu_s"]
-        for mode in (m for m in runs if m != "floor"):
-            print(
-                f"overhead {mode}: CPU {runs[mode]['cpu_s']:.1f} s / floor {floor:.1f} s = {runs[mode]['cpu_s'] / floor:.2f}x"
-            )
-        print(f"target: class x2 CPU <= {TARGET_OVERHEAD:g}x floor")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
         args.json.write_text(json.dumps({"section": args.section, "students": args.students, "runs": runs}, indent=1))
