@@ -4,6 +4,7 @@
 instructors page says), authenticated by :data:`TOKEN`, and yields its base URL. :func:`offline_tab` opens a
 browser tab that sends the token on every request and blocks (and records) every request that would leave
 localhost.
+:func:`open_submission` opens one submission and returns once a TA could start typing.
 """
 
 from __future__ import annotations
@@ -99,3 +100,34 @@ def offline_tab(browser):
     finally:
         context.close()
     assert outside == [], f"requests left localhost: {outside[:5]}"
+
+
+# formgrader fetches a submission's grades and comments after the page loads, then builds one view per cell; a view
+# built after a score or comment was typed overwrites it with the stored value, and the change that would save it
+# never fires. MathJax's end-of-typesetting signal moves the focus to the first input. A TA starts after all three.
+_READY = (
+    "window.formgrader && formgrader.grades && formgrader.grades.loaded"
+    " && formgrader.comments && formgrader.comments.loaded && window.MathJax && MathJax.loaded === true"
+)
+
+
+def open_submission(tab, base: str, submission: str) -> None:
+    """Open ``submission`` in formgrader and wait until its scores and comments can be typed and saved."""
+    tab.goto(f"{base}/formgrader/submissions/{submission}/")
+    tab.wait_for_function(_READY, timeout=30_000)
+
+
+# A slow server, as on a busy term's night: formgrader's request for a submission's comments answers 2 s late.
+# The page looks ready long before that; a TA (or a test) typing then loses the comment.
+LATE_COMMENTS = """
+(() => {
+  const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+    this._lateComments = method === "GET" && String(url).includes("/api/comments");
+    return open.call(this, method, url, ...rest);
+  };
+  XMLHttpRequest.prototype.send = function (...args) {
+    if (this._lateComments) { setTimeout(() => send.apply(this, args), 2000); } else { send.apply(this, args); }
+  };
+})();
+"""

@@ -15,7 +15,7 @@ The feedback page the student receives renders its formulas offline as well.
 import csv
 
 import pytest
-from formgrader_server import formgrader_server, offline_tab
+from formgrader_server import LATE_COMMENTS, formgrader_server, offline_tab, open_submission
 from nbgrader.api import Gradebook
 
 from autograder.ops.exports import write_canvas_csv
@@ -49,6 +49,7 @@ def formgrader(graded_course):
 @pytest.fixture
 def page(browser):
     with offline_tab(browser) as tab:
+        tab.add_init_script(LATE_COMMENTS)
         yield tab
 
 
@@ -86,10 +87,8 @@ def test_the_ta_grades_each_written_answer_beside_its_rubric_with_rendered_formu
     comment = "推导完整，但没有说明步长上界从哪里来。"
     given = {}
     for notebook, (submission, cells) in _written(graded_course).items():
-        page.goto(f"{formgrader}/formgrader/submissions/{submission}/")
+        open_submission(page, formgrader, submission)
         assert _rendered_formulas(page) > 0
-        # formgrader focuses its first input once MathJax reports the page typeset; a TA starts after that
-        page.wait_for_function("window.MathJax && MathJax.loaded === true", timeout=30_000)
         text = page.locator("body").inner_text()
         assert text.count("只给助教看") == len(cells)  # each written answer with its rubric beside it
         assert "\\partial" not in text and "\\le " not in text  # no raw TeX left

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
-from formgrader_server import TOKEN, formgrader_server, offline_tab
+from formgrader_server import TOKEN, formgrader_server, offline_tab, open_submission
 from nbgrader.api import Gradebook
 from postgres_server import postgres  # noqa: F401 (the fixture)
 from sqlalchemy.engine import make_url
@@ -94,8 +94,7 @@ def test_two_tas_grade_at_once_and_no_score_is_lost(course, browser):
             for ta, (tab, base) in tabs.items():
                 submission = cells[ta][k][0]
                 if tab.url.rstrip("/") != f"{base}/formgrader/submissions/{submission}":
-                    tab.goto(f"{base}/formgrader/submissions/{submission}/")
-                    tab.wait_for_function("window.MathJax && MathJax.loaded === true", timeout=30_000)
+                    open_submission(tab, base, submission)
             # both TAs fill in their k-th answer, then leave its comment box at once: two saves in flight together
             for ta, (tab, _) in tabs.items():
                 _, notebook, cell, points = cells[ta][k]
