@@ -15,7 +15,20 @@ scratch course (sandbox on, as for any entry point):
   timed apart: an instructor pays it once per release, not per class);
 * ``dask x1`` / ``dask x2``: the same jobs on a local Dask cluster of 1 / 2 single-threaded worker
   processes (kernels forked, no cache; the cluster's start is part of the time): how the Dask path scales
-  from one worker to two.
+  from one worker to two;
+* ``floor``: no grader at all. One process imports what a grading kernel's warm template imports
+  (:data:`autograder.confine.zygote.PRELOAD`), then forks once per student; the child executes exactly the
+  code cells grading runs of each of the student's notebooks (the source's cells with the student's solution
+  cells in place, hidden tests included, ``skip-in-grading`` cells left out), in order, each notebook in a
+  fresh namespace. Its CPU, counted from the first fork, is the cost of the students' own code: what no
+  grader can avoid (:mod:`floor`). Issue 31's overhead is ``class x2`` CPU over ``floor`` CPU (target <= 1.2x);
+* ``floor, every cell``: the same with the cells grading skips run too (public checks, exploration and
+  plots): the floor before those cells were skipped;
+* ``floor/notebook``: the floor with each notebook forked apart, as grading must run them (what the
+  notebooks of one student share, compiled functions above all, is paid once per notebook).
+
+With ``--twice`` every mode also grades a class twice as large, which splits its CPU into a fixed start-up
+part and a part per extra student (what a class of 100 pays per student).
 
 It prints seconds, students/minute, the extrapolated time for 100 students, the ratio of each mode
 to ``plain launched`` and to ``plain``, and CPU seconds per submission: the whole machine's busy time
@@ -24,7 +37,7 @@ Dask's workers nobody's here) and assumes an otherwise idle machine. From it the
 class on 16 cores is estimated (16 workers, CPU-bound, no contention).
 Targets (issue 14): class run >= 4x plain; 100 students of s04_1 <= 10 min. Reported, never asserted.
 
-    python benchmarks/run_class.py [--section s04_1] [--students 6] [--modes ...] [--json PATH]
+    python benchmarks/run_class.py [--section s04_1] [--students 6] [--modes ...] [--twice] [--json PATH]
 """
 
 from __future__ import annotations
@@ -50,7 +63,19 @@ from autograder.ops.selftest import make_submission, release_section, scratch_co
 
 TARGET_MIN_PER_100 = 10.0
 TARGET_RATIO = 4.0
-MODES = ("plain launched", "plain", "class x2 launched", "class x2", "class x2 + cache", "dask x1", "dask x2")
+MODES = (
+    "plain launched",
+    "plain",
+    "class x2 launched",
+    "class x2",
+    "class x2 + cache",
+    "dask x1",
+    "dask x2",
+    "floor",
+    "floor, every cell",
+    "floor/notebook",
+)
+TARGET_OVERHEAD = 1.2  # class x2 CPU / floor CPU
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
 
 
@@ -82,6 +107,51 @@ def _machine_cpu() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def floor_cells(course: Path, section: str, student: str, every_cell: bool) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``[(notebook, [(label, source), ...]), ...]``: the code cells grading runs of ``student``'s notebooks,
+    as nbgrader runs them (locked and graded cells from the source, solution cells from the submission);
+    ``every_cell``: the cells grading skips as well (public checks, exploration, plots)."""
+    from autograder.confine.execute import skipped_when_grading
+
+    out = []
+    for submitted in sorted((course / "submitted" / student / section).glob("*.ipynb")):
+        source = nbformat.read(course / "source" / section / submitted.name, as_version=4)
+        answers = solution_sources(nbformat.read(submitted, as_version=4))
+        cells = []
+        for i, cell in enumerate(source.cells):
+            if cell.cell_type != "code" or (skipped_when_grading(cell) and not every_cell):
+                continue
+            meta = cell.metadata.get("nbgrader", {})
+            gid = meta.get("grade_id", f"cell {i}")
+            cells.append((gid, answers.get(gid, cell.source) if meta.get("solution") else cell.source))
+        out.append((submitted.stem, cells))
+    return out
+
+
+def run_floor(course: Path, section: str, tmp: Path, every_cell: bool, per_notebook: bool) -> dict:
+    """The class's own code, with no grader: :mod:`floor` in a fresh process with a grading kernel's environment."""
+    from autograder.confine.launcher import kernel_environment
+
+    students = sorted(p.name for p in (course / "submitted").iterdir())
+    work = {student: floor_cells(course, section, student, every_cell) for student in students}
+    (tmp / "floor.json").write_text(json.dumps(work), encoding="utf-8")
+    scratch = tmp / "floor-scratch"
+    scratch.mkdir()
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("floor.py")), str(tmp / "floor.json")]
+        + (["--per-notebook"] if per_notebook else []),
+        cwd=scratch,
+        env=kernel_environment(scratch),
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=7200,
+    )
+    result = json.loads(out.stdout.splitlines()[-1])
+    print(f"  floor: {result['errors']} cells failed (blank and wrong answers fail as in grading)", flush=True)
+    return {**result, "warm_s": 0.0}
+
+
 def timed(mode: str, section: str, n_students: int) -> dict:
     """``{"seconds", "cpu_s", "warm_s"}`` of grading the class once in ``mode``."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,6 +163,9 @@ def timed(mode: str, section: str, n_students: int) -> dict:
             warm_cache(course, [section], log=lambda line: None)
             warm_s = time.perf_counter() - start
         extra = LAUNCHED if mode.endswith("launched") else []
+        if mode.startswith("floor"):
+            every_cell, per_notebook = mode.endswith("every cell"), mode.endswith("/notebook")
+            return run_floor(course, section, Path(tmp), every_cell, per_notebook)
         cpu0, start = _machine_cpu(), time.perf_counter()
         if mode.startswith("plain"):
             env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -118,12 +191,39 @@ def timed(mode: str, section: str, n_students: int) -> dict:
         return {"seconds": time.perf_counter() - start, "cpu_s": _machine_cpu() - cpu0, "warm_s": warm_s}
 
 
+def marginal_costs(args, runs: dict) -> dict:
+    """Grade 2N students in every mode; print each mode's CPU split into fixed start-up (workers, zygotes,
+    the floor's first compilations) and CPU per extra student, and the overhead on the latter alone: what
+    a class of 100 pays per student. Returns the 2N runs."""
+    n = args.students
+    double = {}
+    for mode in runs:
+        double[mode] = timed(mode, args.section, 2 * n)
+        print(f"{mode:17s} {2 * n} students of {args.section}: {double[mode]['seconds']:.1f} s", flush=True)
+    print(f"\n{'mode':17s} {f'CPU {n}':>8s} {f'CPU {2 * n}':>8s} {'fixed s':>8s} {'s/extra student':>16s}")
+    extra = {}
+    for mode in runs:
+        one, two = runs[mode]["cpu_s"], double[mode]["cpu_s"]
+        extra[mode] = (two - one) / n
+        print(f"{mode:17s} {one:8.1f} {two:8.1f} {2 * one - two:8.1f} {extra[mode]:16.2f}")
+    for floor_mode in (m for m in extra if m.startswith("floor")):
+        for mode in (m for m in extra if not m.startswith("floor")):
+            ratio = extra[mode] / extra[floor_mode]
+            print(f"overhead per extra student, {mode} / {floor_mode}: {ratio:.2f}x")
+    return double
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--section", default="s04_1")
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("--modes", nargs="*", default=list(MODES), choices=MODES)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--twice",
+        action="store_true",
+        help="also grade a class twice as large in every mode: fixed start-up CPU and CPU per extra student",
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores", flush=True)
     runs = {}
@@ -146,6 +246,16 @@ def main(argv=None) -> int:
             f" {cpu_per:11.1f} {100 * cpu_per / 16 / 60:12.1f} m"
         )
     print(f"targets: class run >= {TARGET_RATIO:g}x plain; 100 students <= {TARGET_MIN_PER_100:g} min on this machine")
+    for floor_mode in (m for m in runs if m.startswith("floor")):
+        floor = runs[floor_mode]["cpu_s"]
+        for mode in (m for m in runs if not m.startswith("floor")):
+            print(
+                f"overhead {mode} / {floor_mode}: CPU {runs[mode]['cpu_s']:.1f} s / {floor:.1f} s = {runs[mode]['cpu_s'] / floor:.2f}x"
+            )
+    if "floor" in runs:
+        print(f"target: class x2 CPU <= {TARGET_OVERHEAD:g}x floor")
+    if args.twice:
+        runs = {"n": runs, "2n": marginal_costs(args, runs)}
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
         args.json.write_text(json.dumps({"section": args.section, "students": args.students, "runs": runs}, indent=1))
