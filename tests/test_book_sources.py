@@ -112,6 +112,33 @@ def test_the_vendored_font_covers_every_character_a_figure_draws():
     )
 
 
+def test_every_character_of_the_prose_has_a_glyph_in_the_book_font():
+    """Page text (titles, prose, tables) uses only characters the book's own font draws: no emoji, which
+    show as empty boxes on a machine without an emoji font (the one CI's browser runs on), and nothing
+    the PDF's fonts would drop. The stars are served to the HTML from a subset of this font."""
+    font = ROOT / "book" / "fonts" / "S04SansSC-Regular.otf"
+    cmap = TTFont(font).getBestCmap()
+    missing = {}
+    for page in [*PAGES, ROOT / "_toc.yml"]:
+        text = page.read_text(encoding="utf-8")
+        lines = split_page(text)[0] if page.suffix == ".md" else enumerate(text.splitlines(), start=1)
+        for number, line in lines:
+            for char in line:
+                if ord(char) > 0x7E and ord(char) not in cmap:
+                    missing.setdefault(char, f"{page.name}:{number}")
+    assert not missing, "characters without a glyph in " + font.name + ": " + ", ".join(
+        f"{char!r} U+{ord(char):04X} ({where})" for char, where in sorted(missing.items())
+    )
+
+
+def test_the_stars_font_the_pages_load_draws_both_stars():
+    static = ROOT / "book" / "_ext" / "static"
+    cmap = TTFont(static / "s04-stars.otf").getBestCmap()
+    assert {0x2605, 0x2606} <= set(cmap)
+    css = (static / "course_reader.css").read_text(encoding="utf-8")
+    assert 'src: url("s04-stars.otf")' in css and '--pst-font-family-base-system: "S04 Stars"' in css
+
+
 def _theme_options(repository_url: str | None) -> dict:
     """html_theme_options as Jupyter Book makes them from _config.yml (with repository.url replaced),
     after the book's own config-inited hook."""

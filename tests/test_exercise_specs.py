@@ -143,7 +143,7 @@ def test_every_notebook_header_states_a_time_estimate(md):
     assert title, md.name
     estimate = re.search(r"预计用时：约 (\d+) 分钟", text[title.end() : title.end() + 200])
     assert estimate, f"{md.name}: the header needs **预计用时：约 N 分钟** right under the title"
-    stars = title.group(0).count("⭐")
+    stars = title.group(0).count("★")
     assert int(estimate.group(1)) == UNSTARRED_MINUTES.get(md.stem, 30 * stars), md.name
 
 

@@ -11,6 +11,11 @@ Run it only when a figure needs a character outside that set (tests/test_figures
     pip download --no-deps mplfonts==0.0.11   # ships NotoSansCJKsc-Regular.otf, version 1.004
     unzip -j mplfonts-0.0.11-py3-none-any.whl mplfonts/fonts/NotoSansCJKsc-Regular.otf
     python book/fonts/subset_font.py NotoSansCJKsc-Regular.otf
+
+``python book/fonts/subset_font.py --stars`` cuts the difficulty stars (★ ☆) out of that font into
+book/_ext/static/s04-stars.otf (a few kB), which the book's pages load for those two characters only
+(course_reader.css): an emoji star shows as an empty box on a machine without an emoji font, and a
+text star needs a font that has it.
 """
 
 from __future__ import annotations
@@ -82,5 +87,22 @@ def main(source: str) -> None:
     print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size / 1e6:.1f} MB)")
 
 
+STARS = (0x2605, 0x2606)  # ★ ☆
+STARS_OUTPUT = HERE.parent / "_ext" / "static" / "s04-stars.otf"
+
+
+def stars() -> None:
+    font = TTFont(OUTPUT)
+    options = subset.Options()
+    options.name_IDs = ["*"]
+    options.layout_features = []
+    options.notdef_outline = True
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=STARS)
+    subsetter.subset(font)
+    font.save(STARS_OUTPUT)
+    print(f"wrote {STARS_OUTPUT} ({STARS_OUTPUT.stat().st_size} bytes)")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    stars() if sys.argv[1] == "--stars" else main(sys.argv[1])
