@@ -131,6 +131,21 @@ def test_every_character_of_the_prose_has_a_glyph_in_the_book_font():
     )
 
 
+def test_the_glossary_has_at_least_forty_terms_each_defined_with_a_pointer():
+    text = (ROOT / "book" / "notation.md").read_text(encoding="utf-8")
+    start = text.index("```{glossary}")
+    body = text[start : text.index("```", start + 3)].splitlines()[1:]
+    terms = {}
+    for line in body:
+        if line and not line.startswith(" "):
+            terms[line] = ""
+        elif line.strip():
+            terms[list(terms)[-1]] += line
+    assert len(terms) >= 40, len(terms)
+    undefined = [t for t, d in terms.items() if not re.search(r"\{(ref|cite)\}`", d)]
+    assert not undefined, f"glossary terms without a section or reference to read on: {undefined}"
+
+
 def test_the_stars_font_the_pages_load_draws_both_stars():
     static = ROOT / "book" / "_ext" / "static"
     cmap = TTFont(static / "s04-stars.otf").getBestCmap()
