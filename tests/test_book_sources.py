@@ -126,8 +126,11 @@ def test_every_character_of_the_prose_has_a_glyph_in_the_book_font():
             for char in line:
                 if ord(char) > 0x7E and ord(char) not in cmap:
                     missing.setdefault(char, f"{page.name}:{number}")
-    assert not missing, "characters without a glyph in " + font.name + ": " + ", ".join(
-        f"{char!r} U+{ord(char):04X} ({where})" for char, where in sorted(missing.items())
+    assert not missing, (
+        "characters without a glyph in "
+        + font.name
+        + ": "
+        + ", ".join(f"{char!r} U+{ord(char):04X} ({where})" for char, where in sorted(missing.items()))
     )
 
 
