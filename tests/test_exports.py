@@ -18,14 +18,9 @@ import nbformat
 import pytest
 
 from autograder.ops import cli
-from autograder.ops.exports import (
-    csv_text,
-    grade_table,
-    neutral,
-    similarity_export,
-    write_canvas_csv,
-    write_moodle_csv,
-)
+from autograder.ops.lms_grades import grade_table, write_canvas_csv, write_moodle_csv
+from autograder.ops.safe_csv import csv_text, neutral
+from autograder.ops.similarity import similarity_export
 from autograder.ops.nbgrader_run import gradebook_url
 
 # nbgrader's own Gradebook.add_submission triggers these SQLAlchemy warnings (nbgrader/api.py)

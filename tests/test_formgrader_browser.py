@@ -18,7 +18,7 @@ import pytest
 from formgrader_server import LATE_COMMENTS, formgrader_server, offline_tab, open_submission
 from nbgrader.api import Gradebook
 
-from autograder.ops.exports import write_canvas_csv
+from autograder.ops.lms_grades import write_canvas_csv
 from autograder.ops.nbgrader_run import gradebook_url, nbgrader
 from autograder.ops.reports import score_rows
 from autograder.ops.selftest import hand_in

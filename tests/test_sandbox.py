@@ -5,6 +5,7 @@ it must not read the reference data or solutions, not write anywhere but its scr
 (the gradebook, other students' folders, /tmp) and not signal the grader.
 """
 
+import dataclasses
 import json
 import os
 import socket
@@ -129,7 +130,7 @@ def test_every_entry_point_refuses_without_landlock(monkeypatch):
     with pytest.raises(RuntimeError, match="S04_GRADING_SANDBOX=off"):
         limits.require_sandbox(limits.Limits(sandbox=True))
     with kernel.confined_kernel("s04_1_ex1", limits.Limits(sandbox=False)) as km:  # explicitly turned off
-        assert "--no-sandbox" in km.launcher_argv
+        assert limits.Limits.from_json(km.launcher_argv[km.launcher_argv.index("--limits") + 1]).sandbox is False
 
 
 ISOLATION_PROBE = textwrap.dedent("""
@@ -158,7 +159,7 @@ ISOLATION_PROBE = textwrap.dedent("""
 def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with_seccomp):
     # the launcher's confinement, without ipykernel: its own user, no root, no network, nothing left behind;
     # without the seccomp step (the control) the kernel's user can reach a local service's Unix socket
-    from autograder.confine import isolation, launcher
+    from autograder.confine import isolation, launcher, reaper
     from autograder.confine.limits import DEFAULT_LIMITS
 
     service = tmp_path / "service" / "service.sock"  # like /run/munge/munge.socket.2: any user may connect
@@ -180,14 +181,8 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with
         str(scratch),
         "--uid",
         str(uid),
-        "--memory-bytes",
-        str(DEFAULT_LIMITS.memory_bytes),
-        "--file-bytes",
-        str(DEFAULT_LIMITS.file_bytes),
-        "--cpu-seconds",
-        "60",
-        "--max-processes",
-        "64",
+        "--limits",
+        dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=60, max_processes=64, sandbox=True).to_json(),
         "-f",
         str(connection),
     ]
@@ -209,9 +204,11 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with
     assert report["unix"] == ("PermissionError" if with_seccomp else "ok")
     assert report["raw_disk"] in ("PermissionError", "IndexError") and report["shadow"] == "PermissionError"
     time.sleep(1)  # the daemon has forked and left its session
-    assert isolation.processes_of(uid), "the probe's daemon should still run until the grader ends it"
-    assert isolation.kill_all_of(uid) == []
-    assert isolation.processes_of(uid) == []
+    daemons = reaper.processes_of(uid)
+    assert daemons, "the probe's daemon should still run until the grader ends it"
+    reaped = reaper.kill_user(uid)
+    assert reaped.left == () and {p.pid for p in reaped.killed} >= set(daemons)
+    assert reaper.processes_of(uid) == []
     launcher_source = Path(launcher.__file__).read_text()
     assert "S04_GRADEBOOK_URL" not in launcher.ENV_ALLOWED and "S04_GRADEBOOK_URL" not in launcher_source
 

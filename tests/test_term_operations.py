@@ -18,7 +18,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.authoring.reference import WRONG_ANSWERS
-from autograder.ops.exports import write_canvas_csv
+from autograder.ops.lms_grades import write_canvas_csv
 from autograder.ops.nbgrader_run import gradebook_url, nbgrader
 from autograder.ops.regrades import decide, import_requests, open_requests
 from autograder.ops.selftest import hand_in

@@ -10,7 +10,8 @@
 * verdict (``autograder/verdict/``) runs in the trusted nbgrader process: it never imports the reference
   solutions or the authoring tools (which import everything), nor the instructor commands.
 
-Checked statically (every ``import`` statement, also those inside functions), in milliseconds.
+Checked statically (every ``import`` statement, also those inside functions), in milliseconds; so is the
+absence of import cycles in ``autograder/`` (a lazy import that closes a cycle works only while it stays lazy).
 """
 
 import ast
@@ -116,3 +117,124 @@ def test_instructor_commands_start_without_jax_or_the_references():
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` but those under ``if __name__ == "__main__":``: run as a script, the module is
+    ``__main__``, so importing itself by name there (autograder/ops/worker.py) loads it once more, no cycle."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if not _is_main_guard(child))
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` (below ``root``) -> the modules of ``package`` it imports.
+
+    Every ``import`` and ``from ... import`` statement counts, also those inside functions (a lazy import
+    only hides a cycle until the day both modules are imported at the top); relative imports are resolved.
+    ``from p import x`` imports the module ``p.x`` when there is one, else ``p``; a name that is no module
+    of its own counts as its nearest enclosing module."""
+    files = {_module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+
+    def owner(name: str) -> str | None:  # the longest prefix of ``name`` that is a module of the package
+        parts = name.split(".")
+        return next((m for m in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if m in files), None)
+
+    graph = {}
+    for module, path in files.items():
+        here = module if path.name == "__init__.py" else module.rpartition(".")[0]  # what a relative import starts from
+        targets = set()
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(owner(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = ".".join(here.split(".")[: len(here.split(".")) - node.level + 1])
+                    base = f"{anchor}.{base}" if base else anchor
+                targets.update(owner(f"{base}.{alias.name}") for alias in node.names)
+        graph[module] = targets - {None}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle ``[a, b, ..., a]`` through each strongly connected group of modules (Tarjan's algorithm)."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1 or v in graph.get(v, ()):
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for group in groups:  # the shortest way from the group's first module back to itself, inside the group
+        start = min(group)
+        paths, seen = [[start]], set()
+        while paths:
+            path = paths.pop(0)
+            nxt = sorted(w for w in graph[path[-1]] if w in group)
+            if start in nxt:
+                cycles.append([*path, start])
+                break
+            for w in nxt:
+                if w not in seen:
+                    seen.add(w)
+                    paths.append([*path, w])
+    return sorted(cycles)
+
+
+def test_autograder_has_no_import_cycle():
+    # a cycle works only while one side imports lazily, and breaks (a half-initialised module) when it does not
+    cycles = import_cycles(import_graph(ROOT, "autograder"))
+    assert cycles == [], "import cycles in autograder/:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_sees_a_lazy_relative_cycle(tmp_path):
+    # the test above must be able to fail: a -> b at the top, b -> a inside a function, relatively
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("import os\nfrom pkg.sub.b import X\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("X = 1\n\n\ndef f():\n    from ..a import Y\n")
+    (tmp_path / "pkg" / "c.py").write_text("from . import a\nfrom pkg import sub\n")
+    (tmp_path / "pkg" / "d.py").write_text('if __name__ == "__main__":\n    from pkg.d import X\n')
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.c"] == {"pkg.a", "pkg.sub"}
+    assert graph["pkg.d"] == set()  # run as a script it is __main__: importing itself by name is no cycle
+    assert import_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]

@@ -6,7 +6,8 @@ account uses (:func:`pick_uid`). That id
 * owns nothing on the machine, so the kernel cannot use root's rights (raw disks in ``/dev``, ``/etc/shadow``,
   kernel modules, other users' processes), whatever Landlock grants;
 * names every process the kernel starts, even one that calls ``setsid`` and forks twice: when the notebook
-  ends, :func:`kill_all_of` ends them all, and ``RLIMIT_NPROC`` (counted per user) stops a fork bomb.
+  ends, :func:`autograder.confine.reaper.kill_user` ends them all, and ``RLIMIT_NPROC`` (counted per user)
+  stops a fork bomb.
 
 Before dropping to it, the launcher moves the kernel into a new network namespace, which has no interface
 but a down loopback (no TCP, no UDP, not even to localhost; the kernel talks to nbgrader over Unix sockets
@@ -21,11 +22,10 @@ import ctypes
 import os
 import random
 import stat
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from autograder.confine import reaper
 
 _CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
 _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_NOSUID, _MS_NODEV = 4096, 16384, 1 << 18, 2, 4
@@ -51,57 +51,9 @@ def pick_uid() -> int:
     rng = random.SystemRandom()
     for _ in range(100):
         uid = rng.randrange(*UID_RANGE)
-        if not processes_of(uid):
+        if not reaper.processes_of(uid):
             return uid
     raise RuntimeError("no free grading user id")  # 100 collisions in 10^8 ids: something is wrong
-
-
-def processes_of(uid: int) -> list[int]:
-    """Live (not zombie) process ids whose real, effective, saved or filesystem user id is ``uid``."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-        except OSError:  # the process ended while we looked
-            continue
-        zombie = fields.get("State", "").split()[:1] in (["Z"], ["X"])
-        if not zombie and str(uid) in fields.get("Uid", "").split():
-            pids.append(int(entry.name))
-    return pids
-
-
-# kill(-1, SIGKILL) as the kernel's user reaches every process of that user in one pass, which a loop of
-# forks cannot outrun; the helper is a fresh interpreter because fork() in a threaded grader is unsafe.
-_KILL_AS = (
-    "import os, signal, sys\n"
-    "uid = int(sys.argv[1])\n"
-    "os.setgroups([]); os.setgid(uid); os.setuid(uid)\n"
-    "for _ in range(100):\n"
-    "    try:\n"
-    "        os.kill(-1, signal.SIGKILL)\n"
-    "    except ProcessLookupError:\n"
-    "        break\n"
-)
-
-
-def kill_all_of(uid: int, timeout_s: float = 10.0) -> list[int]:
-    """End every process of ``uid``; returns those still alive after ``timeout_s`` (empty when all ended)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = processes_of(uid)
-        if not alive or time.monotonic() > deadline:
-            return alive
-        subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _KILL_AS, str(uid)],
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(0.02)  # zombies of killed processes leave /proc when their parents reap them
 
 
 def prepare_scratch(uid: int | None) -> Path:

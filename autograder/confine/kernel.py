@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sys
 import uuid
 from contextlib import contextmanager
@@ -28,7 +27,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.utils import run_sync
 
-from autograder.confine import isolation, zygote as zygote_
+from autograder.confine import isolation, reaper, zygote as zygote_
 from autograder.confine.limits import Limits, require_sandbox
 
 
@@ -107,15 +106,8 @@ def launcher_argv(
         *(["--uid", str(uid)] if uid is not None else []),
         *(["--exercise", exercise] if exercise else []),
         *(["--compile-cache", str(compile_cache)] if compile_cache else []),
-        "--memory-bytes",
-        str(limits.memory_bytes),
-        "--file-bytes",
-        str(limits.file_bytes),
-        "--cpu-seconds",
-        str(limits.cpu_seconds),
-        "--max-processes",
-        str(limits.max_processes),
-        *([] if limits.sandbox else ["--no-sandbox"]),
+        "--limits",
+        limits.to_json(),
     ]
 
 
@@ -150,7 +142,10 @@ def confined_kernel(
 
 
 def end_kernel(km: ConfinedKernelManager, uid: int | None) -> None:
-    """Shut the kernel down now and end every process it started (see :mod:`autograder.confine.isolation`)."""
+    """Shut the kernel down now and end every process it started (see :mod:`autograder.confine.isolation`).
+
+    The kernel's process group is looked up before the shutdown, while its leader still exists.
+    """
     pid = getattr(getattr(km, "provisioner", None), "pid", None)
     group = None
     if pid:
@@ -164,12 +159,9 @@ def end_kernel(km: ConfinedKernelManager, uid: int | None) -> None:
     except Exception:  # noqa: BLE001 - a kernel in any state must still be ended below
         pass
     if uid is not None:
-        isolation.kill_all_of(uid)  # everything it started, also what left its session
+        reaper.kill_user(uid)  # everything it started, also what left its session
     elif group is not None:  # not root: its process group (a child that called setsid can escape: instructors page)
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        reaper.kill_group(group)
     try:
         run_sync(km.cleanup_resources)()
     except Exception:  # noqa: BLE001

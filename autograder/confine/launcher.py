@@ -1,7 +1,8 @@
 """Start an IPython kernel confined for grading: limits, its own user, no network, Landlock; then ipykernel.
 
 ``python -m autograder.confine.launcher --scratch DIR [--uid N] [--exercise NAME] [--compile-cache DIR]
---memory-bytes N --file-bytes N --cpu-seconds N --max-processes N [--no-sandbox] -f CONNECTION_FILE [ipykernel options]``
+--limits JSON -f CONNECTION_FILE [ipykernel options]`` (``JSON``: every field of
+:class:`autograder.confine.limits.Limits`, :meth:`~autograder.confine.limits.Limits.to_json`)
 
 Started by :class:`autograder.confine.kernel.ConfinedKernelManager` (the trusted side, which made ``DIR``
 and picked ``N``), it runs these steps before any student byte, in this order:
@@ -29,7 +30,8 @@ import sys
 from pathlib import Path
 
 from autograder.confine import compile_cache as compile_cache_
-from autograder.confine import isolation, landlock, seccomp
+from autograder.confine import isolation, landlock, reaper, seccomp
+from autograder.confine.limits import Limits
 
 #: environment variables a grading kernel keeps; everything else (tokens, passwords, proxies) is dropped
 ENV_ALLOWED = (
@@ -52,34 +54,40 @@ ENV_ALLOWED = (
 ENV_ALLOWED_PREFIXES = ("LC_", "JAX_")
 
 
+def _limits(text: str) -> Limits:
+    try:
+        return Limits.from_json(text)
+    except ValueError as exc:  # argparse would only say "invalid value"
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog="autograder.confine.launcher", add_help=False)
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--uid", type=int)
     parser.add_argument("--exercise", default="")
     parser.add_argument("--compile-cache", type=Path, help="verified, read-only JAX compilation cache folder")
-    for name in ("--memory-bytes", "--file-bytes", "--cpu-seconds", "--max-processes"):
-        parser.add_argument(name, type=int, required=True)
-    parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("--limits", type=_limits, required=True, help="Limits.to_json()")
     parser.add_argument("-f", dest="connection_file", type=Path, required=True)
     return parser.parse_known_args(argv)
 
 
 def apply_limits(opts: argparse.Namespace) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (opts.memory_bytes, opts.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (opts.file_bytes, opts.file_bytes))  # no disk-filling writes
+    limits: Limits = opts.limits
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))  # no disk-filling writes
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file behind
     # the soft limit sends SIGXCPU (the kernel dies, SafeExecute says so); the hard one SIGKILL right after
-    resource.setrlimit(resource.RLIMIT_CPU, (opts.cpu_seconds, opts.cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
     # with a user of its own this counts the kernel's processes and threads; otherwise the instructor's
     # own processes count too, so the cap is raised by what that user already runs
     already = 0 if opts.uid is not None else _threads_of(os.getuid())
-    resource.setrlimit(resource.RLIMIT_NPROC, (opts.max_processes + already, opts.max_processes + already))
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes + already, limits.max_processes + already))
 
 
 def _threads_of(uid: int) -> int:
     total = 0
-    for pid in isolation.processes_of(uid):
+    for pid in reaper.processes_of(uid):
         try:
             total += len(os.listdir(f"/proc/{pid}/task"))
         except OSError:
@@ -132,7 +140,7 @@ def main(argv=None, before_kernel=None) -> None:
     """Confine this process as ``argv`` says, then become the kernel; ``before_kernel()`` runs just before."""
     opts, kernel_args = parse(list(sys.argv[1:] if argv is None else argv))
     apply_limits(opts)
-    if opts.no_sandbox:  # nothing is tamper-resistant then; the cache only makes it as fast
+    if not opts.limits.sandbox:  # nothing is tamper-resistant then; the cache only makes it as fast
         if opts.compile_cache:
             os.environ.update(compile_cache_.jax_settings(opts.compile_cache))
         os.chdir(opts.scratch)

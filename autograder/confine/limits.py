@@ -3,7 +3,8 @@
 * time: nbgrader's per-cell timeout (``Execute.timeout``, ``assignments/nbgrader_config.py``), a
   per-notebook budget (:class:`autograder.confine.execute.SafeExecute`) and a per-submission wall-clock
   limit in the class run (:mod:`autograder.ops.classrun`); CPU seconds back the wall-clock limits up;
-* memory, file size and processes: rlimits set by :mod:`autograder.confine.launcher`;
+* memory, file size and processes: rlimits set by :mod:`autograder.confine.launcher`, which gets the whole
+  :class:`Limits` as one argument (:meth:`Limits.to_json`): a new limit is a field here and its use there;
 * sandbox: the same launcher confines the kernel (Landlock; as root also its own user and no network).
   ``S04_GRADING_SANDBOX=off`` grades without it (only for a machine without Landlock; the grading is
   then NOT tamper-resistant, and every entry point says so).
@@ -15,7 +16,10 @@ These apply however grading is started (``make grade``, ``python -m autograder a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import typing
 from dataclasses import dataclass
 
 from autograder.confine import landlock
@@ -35,6 +39,31 @@ class Limits:
     submission_budget_s: float = 360.0  # all notebooks of one student's section, in one nbgrader run
     submission_timeout_s: float = 900.0  # the class run's backstop: it kills that student's nbgrader
     sandbox: bool = os.environ.get("S04_GRADING_SANDBOX", "on") != "off"
+
+    def to_json(self) -> str:
+        """Every field, as the launcher's ``--limits`` argument (:meth:`from_json` reads it back)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Limits:
+        """The limits :meth:`to_json` wrote; ``ValueError`` names any field unknown, missing or of the wrong type.
+
+        Every field must be given: a default filled in here would be the launcher's, not the grader's.
+        """
+        values = json.loads(text)
+        if not isinstance(values, dict):
+            raise ValueError(f"limits must be a JSON object, not {type(values).__name__}")
+        types = typing.get_type_hints(cls)
+        wrong = [f"unknown field {name!r}" for name in values if name not in types]
+        wrong += [f"missing field {name!r}" for name in types if name not in values]
+        if wrong:
+            raise ValueError(f"limits: {', '.join(wrong)}")
+        for name, value in values.items():
+            # a float field set to a whole number (Limits(notebook_budget_s=30)) comes back as an int
+            wanted = (int, float) if types[name] is float else types[name]
+            if isinstance(value, bool) != (types[name] is bool) or not isinstance(value, wanted):
+                raise ValueError(f"limits: {name} must be {types[name].__name__}, not {value!r}")
+        return cls(**values)
 
 
 DEFAULT_LIMITS = Limits()

@@ -24,8 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from nbgrader.plugins import ExtractorPlugin
 
-from autograder.ops.collect import ARCHIVE_EXT
-from autograder.ops.submission_files import shown
+from autograder.ops.submission_files import ARCHIVE_EXT, shown
 
 MAX_MEMBER_BYTES = 64 * 2**20  # one unpacked file (a notebook with figures is a few MB)
 MAX_TOTAL_BYTES = 2 * 2**30  # everything unpacked from one download (and the largest download read)

@@ -22,29 +22,19 @@ import json
 import time
 from pathlib import Path
 
+from autograder.ops.gradebook import read_gradebook
 from autograder.verdict.data import DATA_DIR
 
 
 def cell_scores(course_dir: Path, section: str, students=None) -> dict[str, dict[str, list]]:
-    """``{student: {"<notebook>/<cell>": [auto_score, manual_score]}}`` from the gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    from autograder.ops.nbgrader_run import gradebook_url
-
-    out: dict = {}
-    with Gradebook(gradebook_url(course_dir)) as gb:
-        try:
-            submissions = gb.assignment_submissions(section)
-        except MissingEntry:
-            return out
-        for sub in submissions:
-            if students is not None and sub.student.id not in students:
-                continue
-            cells = out.setdefault(sub.student.id, {})
-            for nb in sub.notebooks:
-                for grade in nb.grades:
-                    cells[f"{nb.name}/{grade.cell.name}"] = [grade.auto_score, grade.manual_score]
-    return out
+    """``{student: {"<notebook>/<cell>": [auto_score, manual_score]}}`` from the gradebook
+    (:func:`autograder.ops.gradebook.read_gradebook`)."""
+    return {
+        student: {
+            f"{nb.name}/{g.name}": [g.auto_score, g.manual_score] for nb in sub.notebooks.values() for g in nb.grades
+        }
+        for student, sub in read_gradebook(course_dir, [section], students).submissions(section).items()
+    }
 
 
 def _tolerances(node, path=""):

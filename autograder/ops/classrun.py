@@ -1,20 +1,19 @@
 """Grade a whole class: parallel, crash-safe and resumable, through long-lived grading workers.
 
-A *job* is one student's submission of one section (nbgrader assignment). Each job runs
-``nbgrader autograde <section> --student=<id> --force`` in one of ``workers`` long-lived grading
-processes (:mod:`autograder.ops.worker`: nbgrader imported once, each notebook still in a fresh
-confined kernel) under the limits of :mod:`autograder.confine.limits`, so a submission that hangs
-or crashes costs only itself. When a job ends, a small ledger entry
-``<course>/.grading/ledger/<section>/<student>.json`` is written atomically by this process (the one
-writer of the ledger) with the fingerprint (SHA-256) of the submitted files, the outcome and the
-seconds per phase (queue, kernel, execution, nbgrader and verdict).
+A *job* is one student's submission of one section (nbgrader assignment). :func:`grade_class` puts three
+parts together, each in its own module:
 
-Resuming: a job whose ledger entry says it was graded from the current submission is
-skipped (failed jobs are tried again), so killing
-the run at any moment (even SIGKILL) and starting it again grades exactly what is missing.
-A job killed half-way has no ledger entry and is graded again with ``--force``, which
-overwrites its partial results in the gradebook: nbgrader keys grades by (student,
-assignment, notebook, cell), so nothing is duplicated and nothing graded is lost.
+* the ledger (:mod:`autograder.ops.ledger`): which jobs are pending and which were graded from the current
+  submission by an earlier run, and one atomically written entry per finished job, by this process alone,
+  so killing the run at any moment (even SIGKILL) and starting it again grades exactly what is missing;
+* an executor (:mod:`autograder.ops.executors`): this process's worker threads, or a Dask cluster with
+  ``scheduler=``, each job in a long-lived grading process (:mod:`autograder.ops.worker`);
+* the regrade audit (:mod:`autograder.ops.audit`) and the progress bar.
+
+What one job does is :func:`run_job`: ``nbgrader autograde <section> --student=<id> --force`` in a grading
+worker (nbgrader imported once, each notebook still in a fresh confined kernel) under the limits of
+:mod:`autograder.confine.limits`, so a submission that hangs or crashes costs only itself; the seconds per
+phase (queue, kernel, execution, nbgrader and verdict) go into its ledger entry.
 
 One grading at a time per submission: each job holds the submission's lock
 (:mod:`autograder.ops.submission_lock`), so a rerun after a killed Dask driver, whose workers may still
@@ -27,60 +26,19 @@ and any exception a job raises is recorded as that job's failure, never the run'
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from autograder.ops import audit
 from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, require_sandbox
-from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (precheck: API)
+from autograder.ops.executors import DaskExecutor, Executor, ThreadExecutor
+from autograder.ops.ledger import Job, JobResult, Ledger, read_ledger  # noqa: F401 (JobResult, read_ledger: API)
+from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (API)
 from autograder.ops.nbgrader_run import prepare_gradebook
 from autograder.ops.submission_lock import SubmissionBusy, graded_alone
 from autograder.ops.worker import GradingWorker
-
-
-@dataclass
-class JobResult:
-    section: str
-    student: str
-    status: str  # "graded", "failed" or "skipped" (graded by an earlier run)
-    seconds: float = 0.0
-    error: str = ""
-    phases: dict = field(default_factory=dict)  # seconds by phase: queue, kernel, execute, nbgrader
-    changed_cells: int = 0  # a regrade: cells whose score changed (autograder.ops.audit)
-    flagged_cells: int = 0  # of those, changed with the same submission and the same data
-
-
-def submissions(course_dir: Path, section: str) -> list[str]:
-    """Students with anything at ``submitted/<student>/<section>`` (a link or a file too: those fail, with a reason)."""
-    root = Path(course_dir) / "submitted"
-    return sorted(p.name for p in root.iterdir() if os.path.lexists(p / section)) if root.is_dir() else []
-
-
-def _ledger_path(course_dir: Path, section: str, student: str) -> Path:
-    return Path(course_dir) / ".grading" / "ledger" / section / f"{student}.json"
-
-
-def read_ledger(course_dir: Path, section: str, student: str) -> dict | None:
-    try:
-        entry = json.loads(_ledger_path(course_dir, section, student).read_text())
-    except (OSError, ValueError):
-        return None
-    return entry if isinstance(entry, dict) else None
-
-
-def _write_ledger(course_dir: Path, section: str, student: str, entry: dict) -> None:
-    path = _ledger_path(course_dir, section, student)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(entry, indent=1))  # ASCII: a student's name may hold undecodable bytes
-    os.replace(tmp, path)  # atomic: a reader sees the old entry or the new one, never half of one
 
 
 def explain_failure(log: str) -> str:
@@ -106,14 +64,7 @@ def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_
     try:
         return _run_job(Path(course_dir), section, student, limits, extra_args, worker)
     except Exception as exc:  # a bug of ours, or a file system error: this submission fails, with why
-        return JobResult(section, student, "failed", 0.0, _internal_error(exc))
-
-
-def _internal_error(exc: BaseException) -> str:
-    return (
-        f"评分程序处理这份提交时出错（{type(exc).__name__}: {shown(str(exc))[:200]}），这份提交没有评分；"
-        "其他学生不受影响。请把这条信息报告给课程维护者。"
-    )
+        return JobResult.crashed(section, student, exc)
 
 
 def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
@@ -175,68 +126,6 @@ def _grade_locked(course: Path, section: str, student: str, limits: Limits, extr
     )
 
 
-class _WorkerPool:
-    """One long-lived :class:`GradingWorker` per thread of the class run, all stopped at the end."""
-
-    def __init__(self, course: Path, limits: Limits):
-        self.course, self.limits = course, limits
-        self._local = threading.local()
-        self._all: list[GradingWorker] = []
-        self._lock = threading.Lock()
-
-    def get(self) -> GradingWorker:
-        worker = getattr(self._local, "worker", None)
-        if worker is None:
-            worker = self._local.worker = GradingWorker(self.course, self.limits)
-            with self._lock:
-                self._all.append(worker)
-        return worker
-
-    def stop(self) -> None:
-        for worker in self._all:  # all at once: each exit takes about a second
-            worker.request_stop()
-        for worker in self._all:
-            worker.stop()
-
-
-def _with_queue(result: JobResult, queued: float) -> JobResult:
-    """``result`` with its ``queue`` phase: seconds from the start of the run (or the submission to Dask) until
-    a worker took the job, plus any wait for another grading of the same submission."""
-    result.phases = {**result.phases, "queue": round(queued + result.phases.get("queue", 0.0), 3)}
-    return result
-
-
-_DASK_WORKERS = threading.local()
-
-
-def _dask_job(course: str, section: str, student: str, limits: Limits, extra_args, submitted: float) -> JobResult:
-    """One job on a Dask worker, in that worker thread's own long-lived :class:`GradingWorker`.
-
-    ``submitted``: the driver's ``time.time()`` when it handed the job to Dask (clocks of other machines may
-    differ a little: a negative queue time is counted as none)."""
-    queued = max(0.0, time.time() - submitted)
-    course_dir = Path(course)
-    worker = getattr(_DASK_WORKERS, "worker", None)
-    if worker is None or worker.course != course_dir.resolve() or worker.limits != limits:
-        if worker is not None:
-            worker.stop()
-        worker = _DASK_WORKERS.worker = GradingWorker(course_dir, limits)
-    return _with_queue(run_job(course_dir, section, student, limits, extra_args, worker=worker), queued)
-
-
-def _dask_client(scheduler: str, workers: int):
-    """A client of ``scheduler``: ``"local"`` (a cluster of ``workers`` processes on this machine, one
-    thread each), a scheduler address (``tcp://host:8786``) or a scheduler file (``*.json``)."""
-    from distributed import Client, LocalCluster
-
-    if scheduler == "local":
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster), cluster
-    if scheduler.endswith(".json"):
-        return Client(scheduler_file=scheduler), None
-    return Client(scheduler), None
-
-
 def grade_class(
     course_dir: Path,
     sections,
@@ -251,94 +140,41 @@ def grade_class(
     """Grade every submission of ``sections`` (or only ``students``) with ``workers`` parallel jobs.
 
     ``scheduler``: grade on a Dask cluster instead of this process's own worker threads (see
-    :func:`_dask_client`). The course folder must then be the same path on every Dask worker (a shared
-    file system), and a gradebook several machines write needs a server (PostgreSQL). Dask retries a job
-    whose worker died; this process remains the one writer of the ledger.
+    :class:`~autograder.ops.executors.DaskExecutor`). The course folder must then be the same path on every
+    Dask worker (a shared file system), and a gradebook several machines write needs a server (PostgreSQL).
+    Dask retries a job whose worker died; this process remains the one writer of the ledger.
     """
     course = Path(course_dir)
-    results, todo, previous = [], [], {}
-    inputs = {section: audit.grading_inputs(section) for section in sections}
-    for section in sections:
-        for student in students or submissions(course, section):
-            folder = course / "submitted" / student / section
-            if not os.path.lexists(folder):
-                continue
-            try:
-                digest = fingerprint(folder)
-            except Exception as exc:  # unreadable: the job fails on its own, with the reason
-                digest = f"unreadable: {type(exc).__name__}"
-            entry = read_ledger(course, section, student)
-            if not force and entry and entry.get("fingerprint") == digest and entry.get("status") == "graded":
-                results.append(JobResult(section, student, "skipped"))
-            else:
-                todo.append((section, student, digest))
-                previous[section, student] = entry
-    regraded = {section for (section, _), entry in previous.items() if entry}
+    ledger = Ledger(course, sections, students, force)
+    regraded = {job.section for job in ledger.pending if ledger.previous[job]}
     before = {section: audit.cell_scores(course, section) for section in regraded}  # scores a regrade may change
-    if todo:
+    if ledger.pending:
         prepare_gradebook(course)  # before any job: parallel jobs must not create it at once
-    bar = tqdm(total=len(todo), desc="autograde", unit="submission", disable=not progress)
-    pool = _WorkerPool(course, limits)
-    began = time.perf_counter()
+    bar = tqdm(total=len(ledger.pending), desc="autograde", unit="submission", disable=not progress)
 
-    def job(section, student):
-        queued = time.perf_counter() - began
-        return _with_queue(run_job(course, section, student, limits, extra_args, worker=pool.get()), queued)
-
-    def record(future, section, student, digest):
-        try:
-            result = future.result()
-        except Exception as exc:  # run_job never raises; should it ever, one submission fails, not the run
-            result = JobResult(section, student, "failed", 0.0, _internal_error(exc))
-        old = previous.get((section, student))
+    def record(job: Job, result: JobResult) -> None:
+        old = ledger.previous[job]
         if old and result.status == "graded":
-            after = audit.cell_scores(course, section, {student}).get(student, {})
-            why = audit.reasons(old, digest, inputs[section])
-            changes = audit.record_changes(course, section, student, before[section].get(student, {}), after, why)
+            after = audit.cell_scores(course, job.section, {job.student}).get(job.student, {})
+            why = audit.reasons(old, job.fingerprint, ledger.inputs[job.section])
+            was = before[job.section].get(job.student, {})
+            changes = audit.record_changes(course, job.section, job.student, was, after, why)
             result.changed_cells, result.flagged_cells = len(changes), sum(c["flagged"] for c in changes)
-        _write_ledger(course, section, student, {"fingerprint": digest, "inputs": inputs[section], **asdict(result)})
-        results.append(result)
+        ledger.record(job, result)
         bar.update()
-        bar.set_postfix_str(f"失败 {sum(r.status == 'failed' for r in results)}", refresh=False)
+        bar.set_postfix_str(f"失败 {ledger.failed}", refresh=False)
 
+    # run_job is handed in: the executors sit below this module, and Dask ships it to its workers by name
+    executor: Executor = (
+        DaskExecutor(run_job, course, limits, tuple(extra_args), scheduler, workers)
+        if scheduler
+        else ThreadExecutor(run_job, course, limits, tuple(extra_args), workers)
+    )
     try:
-        if scheduler:
-            from distributed import as_completed as dask_completed
-
-            client, cluster = _dask_client(scheduler, workers)
-            try:
-                futures = {
-                    client.submit(
-                        _dask_job,
-                        str(course.resolve()),
-                        s,
-                        st,
-                        limits,
-                        tuple(extra_args),
-                        time.time(),
-                        pure=False,
-                        retries=1,
-                    ): (s, st, d)
-                    for s, st, d in todo
-                }
-                for future in dask_completed(futures):
-                    record(future, *futures[future])
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-        else:
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as threads:
-                futures = {threads.submit(job, s, st): (s, st, d) for s, st, d in todo}
-                for future in as_completed(futures):
-                    record(future, *futures[future])
-                # while the threads that started the workers still live: a worker dies with its thread
-                # (PR_SET_PDEATHSIG), so stopping it after the pool has shut down would only find it killed
-                pool.stop()
+        executor.run(ledger.pending, record)
     finally:
-        pool.stop()
         bar.close()
-    return sorted(results, key=lambda r: (r.section, r.student))
+    return ledger.results()
 
 
 def phase_lines(results: list[JobResult]) -> list[str]:

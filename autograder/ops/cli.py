@@ -207,7 +207,7 @@ def cmd_export(args):
         nbgrader(["export", "--to", str(Path(to).resolve())], COURSE)
         print(f"grades -> {to}")
         return
-    from autograder.ops.exports import export_lines, write_canvas_csv, write_moodle_csv
+    from autograder.ops.lms_grades import export_lines, write_canvas_csv, write_moodle_csv
 
     sections = _sections(args) if args.sections else None  # default: every assignment in the gradebook
     write = write_canvas_csv if args.format == "canvas" else write_moodle_csv
@@ -216,7 +216,7 @@ def cmd_export(args):
 
 
 def cmd_similarity(args):
-    from autograder.ops.exports import similarity_export, similarity_lines
+    from autograder.ops.similarity import similarity_export, similarity_lines
 
     for line in similarity_lines(similarity_export(COURSE, _sections(args), Path(args.out))):
         print(line)

@@ -20,7 +20,8 @@ further numbers (Canvas submission ids) or Moodle's ``assignsubmission_file_``. 
 * Canvas: ``zhangsan_2021001_889911_s04_1_ex1.ipynb`` (also ``zhangsan_LATE_...``, ``s04_1_ex1-1.ipynb``)
 * one zip per student inside the download: ``zhangsan_2021001.zip`` holding ``s04_1_ex1.ipynb``
 
-This module is imported by the nbgrader config: it must stay light (standard library only at the top).
+This module is imported by the nbgrader config: it must stay light (standard library and
+:mod:`autograder.ops.submission_files` only at the top; :mod:`autograder.ops.archives` needs nbgrader's plugins).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.ops.submission_files import ARCHIVE_EXT
+
 NAMED_REGEXP = (
     r"^.*/extracted/"  # nbgrader's extraction folder downloaded/<section>/extracted/
     r"(?:[^/]*/)*?"  # folders before the one that names the student (the download's own name)
@@ -44,7 +47,6 @@ NAMED_REGEXP = (
     r"(?:-\d+| ?\(\d+\))?"  # ... without the copy number an LMS or browser adds: -1, (1)
     r"\.ipynb$"
 )
-ARCHIVE_EXT = (".zip", ".gz")  # nbgrader's ExtractorPlugin.zip_ext default
 _ID_TOKEN = re.compile(r"(?:^|_)\d{5,}(?:_|$)")
 
 

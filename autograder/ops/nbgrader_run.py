@@ -1,4 +1,8 @@
-"""Running the real nbgrader commands on a course directory and reading its gradebook."""
+"""Running the real nbgrader commands on a course directory, and creating its gradebook before they run.
+
+Where the gradebook is and what it holds: :mod:`autograder.ops.gradebook` (:func:`gradebook_url` is also
+imported from here).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import sys
 from pathlib import Path
 
 from autograder.confine.limits import require_sandbox
+from autograder.ops.gradebook import course_directory_config, gradebook_url, read_gradebook
 
 
 def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -34,25 +39,6 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     return proc
 
 
-def _course_directory_config(course_dir: Path) -> dict:
-    """The ``CourseDirectory`` section of the course's ``nbgrader_config.py`` (empty without one)."""
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-    try:
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(course_dir).resolve())).load_config()
-    except ConfigFileNotFound:
-        return {}
-    return dict(config["CourseDirectory"]) if "CourseDirectory" in config else {}
-
-
-def gradebook_url(course_dir: Path, config: dict | None = None) -> str:
-    """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
-    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``.
-    ``config``: that ``CourseDirectory`` section, when the caller has read it already."""
-    url = (_course_directory_config(course_dir) if config is None else config).get("db_url")
-    return url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
-
-
 def prepare_gradebook(course_dir: Path) -> None:
     """Create the course's gradebook tables and course row now, in this one process.
 
@@ -63,23 +49,23 @@ def prepare_gradebook(course_dir: Path) -> None:
     """
     from nbgrader.api import Gradebook
 
-    config = _course_directory_config(course_dir)
+    config = course_directory_config(course_dir)
     with Gradebook(gradebook_url(course_dir, config), course_id=config.get("course_id") or "default_course"):
         pass
 
 
 def gradebook_scores(course_dir: Path, assignment: str) -> dict:
-    """``{student: {notebook: {"auto": (score, max), "manual_max": max}}}`` from the gradebook."""
-    from nbgrader.api import Gradebook
-
-    out: dict = {}
-    with Gradebook(gradebook_url(course_dir)) as gb:
-        for sub in gb.assignment_submissions(assignment):
-            for nb in sub.notebooks:
-                auto = [g for g in nb.grades if g.cell.cell_type == "code"]
-                manual = [g for g in nb.grades if g.cell.cell_type == "markdown"]
-                out.setdefault(sub.student.id, {})[nb.name] = {
-                    "auto": (sum(g.score for g in auto), sum(g.max_score for g in auto)),
-                    "manual_max": sum(g.max_score for g in manual),
-                }
-    return out
+    """``{student: {notebook: {"auto": (score, max), "manual_max": max}}}`` from the gradebook
+    (:func:`autograder.ops.gradebook.read_gradebook`); "manual" are the written answers."""
+    submissions = read_gradebook(course_dir, [assignment]).submissions(assignment)
+    return {
+        student: {
+            name: {
+                "auto": (sum(g.score for g in nb.automatic), sum(g.max_score for g in nb.automatic)),
+                "manual_max": sum(g.max_score for g in nb.written),
+            }
+            for name, nb in sub.notebooks.items()
+        }
+        for student, sub in submissions.items()
+        if sub.notebooks  # a submission without notebooks has no entry
+    }

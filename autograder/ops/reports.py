@@ -1,7 +1,7 @@
 """Reports for the instructor after grading: a score table, a class overview figure, a feedback check.
 
-* :func:`score_rows` / :func:`write_csv`: one row per student x exercise (notebook), read from the
-  gradebook through nbgrader's ``Gradebook`` API: automatic score, manual score, maximum.
+* :func:`score_rows` / :func:`write_csv`: one row per student x exercise (notebook), derived from the
+  gradebook (:func:`autograder.ops.gradebook.read_gradebook`): automatic score, manual (written) score, maximum.
 * :func:`overview_figure`: the score distribution per exercise (PNG, matplotlib's Agg backend),
   with Chinese labels in the book's vendored font (or an installed CJK font), English ones without any.
 * :func:`check_feedback`: reads every feedback HTML (``nbgrader generate_feedback``) and reports what a
@@ -20,8 +20,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from autograder.ops.gradebook import read_gradebook
 from autograder.verdict.data import DATA_DIR
-from autograder.ops.nbgrader_run import gradebook_url
 
 CSV_FIELDS = [
     "section",
@@ -47,27 +47,21 @@ def score_rows(course_dir: Path, sections) -> list[dict]:
     """One dict per (section, student, exercise), for every student in the gradebook.
 
     ``status``: 已评分 (graded notebook), 未交此题 (the submission lacks this notebook),
-    未提交 (no submission). ``manual_score`` is empty while a manually graded cell awaits its grade.
+    未提交 (no submission). ``manual_score`` is empty while a written answer awaits its grade.
     """
-    from nbgrader.api import Gradebook, MissingEntry
-
-    course = Path(course_dir)
+    course, sections = Path(course_dir), list(sections)
+    book = read_gradebook(course, sections)
     rows = []
-    with Gradebook(gradebook_url(course)) as gb:
-        students = sorted(s.id for s in gb.students)
-        for section in sections:
-            try:
-                assignment = gb.find_assignment(section)
-            except MissingEntry:
-                continue  # not released or graded yet: nothing to report
-            exercises = sorted(nb.name for nb in assignment.notebooks)
-            for student in students:
-                try:
-                    notebooks = {nb.name: nb for nb in gb.find_submission(section, student).notebooks}
-                except MissingEntry:
-                    notebooks = {}
-                for exercise in exercises:
-                    rows.append(_row(course, section, student, exercise, notebooks.get(exercise), assignment))
+    for section in sections:
+        assignment = book.assignments.get(section)
+        if assignment is None:
+            continue  # not released or graded yet: nothing to report
+        exercises = sorted(assignment.notebooks)
+        for student in book.students:
+            sub = assignment.submissions.get(student.id)
+            notebooks = sub.notebooks if sub else {}
+            for exercise in exercises:
+                rows.append(_row(course, section, student.id, exercise, notebooks.get(exercise), assignment))
     return rows
 
 
@@ -75,13 +69,12 @@ def _row(course, section, student, exercise, nb, assignment) -> dict:
     row = dict.fromkeys(CSV_FIELDS, "")
     row.update(section=section, student=student, exercise=exercise)
     if nb is None:
-        source_nb = next(n for n in assignment.notebooks if n.name == exercise)
-        auto_max = sum(c.max_score for c in source_nb.grade_cells if c.cell_type == "code")
-        manual_max = sum(c.max_score for c in source_nb.grade_cells if c.cell_type != "code")
+        cells = assignment.notebooks[exercise]
+        auto_max = sum(c.max_score for c in cells if not c.written)
+        manual_max = sum(c.max_score for c in cells if c.written)
         row.update(status="未提交", auto_max=auto_max, manual_max=manual_max, max_score=auto_max + manual_max)
         return row
-    auto = [g for g in nb.grades if g.cell.cell_type == "code"]
-    manual = [g for g in nb.grades if g.cell.cell_type != "code"]
+    auto, manual = nb.automatic, nb.written
     graded = (course / "autograded" / student / section / f"{exercise}.ipynb").is_file()
     pending = any(g.needs_manual_grade for g in manual)
     row.update(

@@ -24,6 +24,9 @@ MAX_SUBMISSION_BYTES = 50 * 2**20  # all files of one submission
 MAX_SUBMISSION_FILES = 200  # files and folders of one submission
 MAX_FOLDER_DEPTH = 8  # folders inside a submission
 MAX_JSON_DEPTH = 64  # nesting of a notebook's JSON (a real one stays under 20)
+#: files unpacked as archives (nbgrader's ExtractorPlugin.zip_ext default): here, below both of the modules
+#: that need it (autograder.ops.collect, autograder.ops.archives), so neither imports the other for it
+ARCHIVE_EXT = (".zip", ".gz")
 
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f*?\[\]\\]")  # control characters, and nbgrader's glob characters
 

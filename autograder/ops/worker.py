@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from autograder.confine import isolation
+from autograder.confine import isolation, reaper
 from autograder.confine.limits import Limits, require_sandbox
 
 _PR_SET_PDEATHSIG = 1
@@ -106,32 +106,6 @@ def serve(conn, course_dir: str) -> None:
         conn.send(_autograde(*job))
 
 
-def _descendants(pid: int) -> list[int]:
-    """All processes below ``pid`` (read from /proc before anything is killed)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _uid_of(pid: int) -> int | None:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
-
-
 class GradingWorker:
     """One long-lived grading process; :meth:`grade` runs a job in it, within a wall-clock limit."""
 
@@ -182,16 +156,13 @@ class GradingWorker:
         """End the worker, every process below it, and (as root) everything of the kernel users among them."""
         if self._process is None:
             return
-        alive = self._process.poll() is None  # once reaped, its pid may be another process's
-        below = _descendants(self._process.pid) if alive else []
-        kernel_users = {u for u in map(_uid_of, below) if u is not None and isolation.UID_RANGE[0] <= u}
-        for pid in [self._process.pid, *below] if alive else []:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for uid in kernel_users:
-            isolation.kill_all_of(uid)
+        if self._process.poll() is None:  # once reaped, its pid may be another process's
+            # the tree is read before the kill (its children are re-parented after); a kernel's own user
+            # also names what left the tree (setsid and a double fork)
+            tree = reaper.kill_tree(self._process.pid)
+            kernel_users = {u for p in tree.killed for u in p.uids if isolation.UID_RANGE[0] <= u}
+            for uid in sorted(kernel_users):
+                reaper.kill_user(uid)
         self._process.wait(10)
         self._conn.close()
         self._process = self._conn = None
