@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from process_tree import command_pids, tree, wait_until_ended
 from slurm_cluster import documented_slurm_kwargs, slurm_cluster
 
 from autograder.ops.classrun import read_ledger
@@ -119,16 +120,6 @@ def _being_graded(course: Path, student: str) -> bool:
         return True
 
 
-def _grading_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [
-        line
-        for line in out.splitlines()
-        if ("autograder.ops.worker" in line or "autograder.confine" in line or "distributed.cli.dask_worker" in line)
-        and "ps -eo" not in line
-    ]
-
-
 @pytest.fixture
 def slurm():
     with slurm_cluster() as cluster:
@@ -142,7 +133,6 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
     course = released_course(SECTION, tmp_path / "course")
     munge_socket = slurm.folder / "munge.socket"
     _hand_in(course, slurm.conf, munge_socket)
-    before = _grading_processes()
 
     kwargs = {**documented_slurm_kwargs(), "python": sys.executable, "log_directory": str(tmp_path / "jobs")}
     with SLURMCluster(**kwargs) as cluster:
@@ -170,10 +160,13 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
             or any(_being_graded(course, s) for s in STUDENTS if s not in _ledger(course)),
             "a submission being graded",
         )
+        started = tree(command_pids(cluster.scheduler_address))  # both jobs' workers and what they started
         slurm.cancel(jobs[0])
         output, _ = rerun.communicate(timeout=900)
         assert rerun.returncode == 0, output[-3000:]
         assert jobs[0] not in slurm.jobs() and slurm.jobs().get(jobs[1]) == "RUNNING", (slurm.jobs(), output[-2000:])
+        started += tree(command_pids(cluster.scheduler_address))
+        assert len(started) >= 3, started  # a Dask worker, its grading worker, the zygote at least
 
     after = _ledger(course)
     assert sorted(after) == sorted(STUDENTS), output[-3000:]
@@ -203,4 +196,4 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
 
     # the cluster is closed: its jobs ended, and with them every grading process and kernel they started
     _wait(lambda: not slurm.jobs(), "the Slurm jobs to end", timeout=120)
-    _wait(lambda: _grading_processes() == before, "the grading processes to end", timeout=60)
+    wait_until_ended(started, "the grading processes of the Slurm jobs")

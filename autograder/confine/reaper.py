@@ -95,7 +95,8 @@ def _process(pid: int, fields: list[bytes]) -> Process:
     return Process(pid, _start(fields), _uids(pid))
 
 
-def _alive(process: Process) -> bool:
+def alive(process: Process) -> bool:
+    """Whether that very process (pid and start time) still runs; a zombie has ended."""
     fields = _stat(process.pid)
     return fields is not None and _state(fields) not in (b"Z", b"X") and _start(fields) == process.start
 
@@ -103,7 +104,7 @@ def _alive(process: Process) -> bool:
 def _wait(processes, deadline: float) -> tuple[int, ...]:
     """Wait until none of ``processes`` is alive or ``deadline`` passes; the pids still alive then."""
     while True:
-        left = tuple(p.pid for p in processes if _alive(p))
+        left = tuple(p.pid for p in processes if alive(p))
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(_POLL_S)
@@ -132,6 +133,12 @@ def processes_of(uid: int) -> list[int]:
     return list(_of_user(uid))
 
 
+def process(pid: int) -> Process | None:
+    """``pid`` named with its start time, or None once it is gone."""
+    fields = _stat(pid)
+    return None if fields is None else _process(pid, fields)
+
+
 def descendants(pid: int) -> list[Process]:
     """Every process below ``pid`` now (children, their children, ...)."""
     table = _table()
@@ -152,18 +159,18 @@ def kill_tree(pid: int, timeout_s: float = TIMEOUT_S) -> Reaped:
     The caller must know that ``pid`` is still the process it means (for a child: not yet reaped).
     """
     deadline = time.monotonic() + timeout_s
-    fields = _stat(pid)
-    tree = ([_process(pid, fields)] if fields is not None else []) + descendants(pid)
+    root = process(pid)
+    tree = ([root] if root is not None else []) + descendants(pid)
     killed = []
-    for process in tree:
-        now = _stat(process.pid)
-        if now is None or _start(now) != process.start:  # ended since, and its pid may be another's by now
+    for member in tree:
+        now = _stat(member.pid)
+        if now is None or _start(now) != member.start:  # ended since, and its pid may be another's by now
             continue
         try:
-            os.kill(process.pid, signal.SIGKILL)
+            os.kill(member.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             continue
-        killed.append(process)
+        killed.append(member)
     return Reaped(tuple(killed), _wait(killed, deadline))
 
 
@@ -174,7 +181,7 @@ def kill_group(pgid: int, timeout_s: float = TIMEOUT_S) -> Reaped:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        return Reaped((), tuple(p.pid for p in members if _alive(p)))
+        return Reaped((), tuple(p.pid for p in members if alive(p)))
     return Reaped(tuple(members), _wait(members, deadline))
 
 
