@@ -191,6 +191,12 @@ def timed(mode: str, section: str, n_students: int) -> dict:
         return {"seconds": time.perf_counter() - start, "cpu_s": _machine_cpu() - cpu0, "warm_s": warm_s}
 
 
+def floor_pairs(modes) -> list[tuple[str, str]]:
+    """``(mode, floor mode)`` for every grading mode against every floor mode among ``modes``."""
+    floors = [m for m in modes if m.startswith("floor")]
+    return [(mode, floor) for floor in floors for mode in modes if not mode.startswith("floor")]
+
+
 def marginal_costs(args, runs: dict) -> dict:
     """Grade 2N students in every mode; print each mode's CPU split into fixed start-up (workers, zygotes,
     the floor's first compilations) and CPU per extra student, and the overhead on the latter alone: what
@@ -206,10 +212,8 @@ def marginal_costs(args, runs: dict) -> dict:
         one, two = runs[mode]["cpu_s"], double[mode]["cpu_s"]
         extra[mode] = (two - one) / n
         print(f"{mode:17s} {one:8.1f} {two:8.1f} {2 * one - two:8.1f} {extra[mode]:16.2f}")
-    for floor_mode in (m for m in extra if m.startswith("floor")):
-        for mode in (m for m in extra if not m.startswith("floor")):
-            ratio = extra[mode] / extra[floor_mode]
-            print(f"overhead per extra student, {mode} / {floor_mode}: {ratio:.2f}x")
+    for mode, floor_mode in floor_pairs(extra):
+        print(f"overhead per extra student, {mode} / {floor_mode}: {extra[mode] / extra[floor_mode]:.2f}x")
     return double
 
 
@@ -246,12 +250,9 @@ def main(argv=None) -> int:
             f" {cpu_per:11.1f} {100 * cpu_per / 16 / 60:12.1f} m"
         )
     print(f"targets: class run >= {TARGET_RATIO:g}x plain; 100 students <= {TARGET_MIN_PER_100:g} min on this machine")
-    for floor_mode in (m for m in runs if m.startswith("floor")):
-        floor = runs[floor_mode]["cpu_s"]
-        for mode in (m for m in runs if not m.startswith("floor")):
-            print(
-                f"overhead {mode} / {floor_mode}: CPU {runs[mode]['cpu_s']:.1f} s / {floor:.1f} s = {runs[mode]['cpu_s'] / floor:.2f}x"
-            )
+    for mode, floor_mode in floor_pairs(runs):
+        cpu, floor = runs[mode]["cpu_s"], runs[floor_mode]["cpu_s"]
+        print(f"overhead {mode} / {floor_mode}: CPU {cpu:.1f} s / {floor:.1f} s = {cpu / floor:.2f}x")
     if "floor" in runs:
         print(f"target: class x2 CPU <= {TARGET_OVERHEAD:g}x floor")
     if args.twice:

@@ -26,7 +26,7 @@ from process_tree import tree, wait_until_ended
 from autograder.ops.classrun import grade_class, read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.ops.selftest import hand_in
-from autograder.ops.submission_lock import SubmissionBusy, graded_alone
+from autograder.ops.submission_lock import being_graded
 
 pytestmark = [pytest.mark.nbgrader, pytest.mark.slow]
 
@@ -118,15 +118,6 @@ def _first_ledger_entry(course: Path, timeout: float = 600) -> None:
     raise AssertionError("no result ever arrived")
 
 
-def _being_graded(course: Path, student: str) -> bool:
-    """Whether some process holds ``student``'s submission lock now (it is grading that submission)."""
-    try:
-        with graded_alone(course, SECTION, student, wait_s=0):
-            return False
-    except SubmissionBusy:
-        return True
-
-
 def test_a_class_graded_on_dask_survives_a_killed_worker(cluster, tmp_path, released_course):
     scheduler_file, workers = cluster
     course = released_course(SECTION, tmp_path / "course")
@@ -183,7 +174,7 @@ def test_a_killed_driver_rerun_grades_exactly_what_is_missing(cluster, tmp_path,
     done_before = sorted(p.stem for p in (course / ".grading" / "ledger" / SECTION).glob("*.json"))
     assert 1 <= len(done_before) < 4, done_before
     # a Dask worker still grades a job of the dead driver: the rerun hands that submission out again
-    orphans = [s for s in ("blank", "blank-2", "reference", "reference-2") if _being_graded(course, s)]
+    orphans = [s for s in ("blank", "blank-2", "reference", "reference-2") if being_graded(course, SECTION, s)]
     assert orphans and not set(orphans) & set(done_before), orphans
     results = grade_class(course, [SECTION], workers=2, progress=False, scheduler=str(scheduler_file))
 
@@ -198,4 +189,4 @@ def test_a_killed_driver_rerun_grades_exactly_what_is_missing(cluster, tmp_path,
         graded = sorted(p.name for p in (course / "autograded" / student / SECTION).glob("*.ipynb"))
         submitted = sorted(p.name for p in (course / "submitted" / student / SECTION).glob("*.ipynb"))
         assert graded == submitted, student
-        assert not _being_graded(course, student)
+        assert not being_graded(course, SECTION, student)

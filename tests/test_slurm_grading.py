@@ -29,7 +29,7 @@ from slurm_cluster import documented_slurm_kwargs, slurm_cluster
 from autograder.ops.classrun import read_ledger
 from autograder.ops.nbgrader_run import gradebook_scores
 from autograder.ops.selftest import hand_in, make_submission
-from autograder.ops.submission_lock import SubmissionBusy, graded_alone
+from autograder.ops.submission_lock import being_graded
 
 pytestmark = [pytest.mark.nbgrader, pytest.mark.slow]
 
@@ -112,14 +112,6 @@ def _wait(condition, what: str, timeout: float = 600) -> None:
         time.sleep(0.2)
 
 
-def _being_graded(course: Path, student: str) -> bool:
-    try:
-        with graded_alone(course, SECTION, student, wait_s=0):
-            return False
-    except SubmissionBusy:
-        return True
-
-
 @pytest.fixture
 def slurm():
     with slurm_cluster() as cluster:
@@ -157,7 +149,7 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
         # one job dies while the rerun runs: cancelled as it grades a submission of the dead driver or of the rerun
         _wait(
             lambda: rerun.poll() is not None
-            or any(_being_graded(course, s) for s in STUDENTS if s not in _ledger(course)),
+            or any(being_graded(course, SECTION, s) for s in STUDENTS if s not in _ledger(course)),
             "a submission being graded",
         )
         started = tree(command_pids(cluster.scheduler_address))  # both jobs' workers and what they started
@@ -175,7 +167,7 @@ def test_a_class_graded_on_slurm_survives_a_killed_driver_and_a_cancelled_job(sl
     for student in STUDENTS:
         entry = read_ledger(course, SECTION, student)
         assert entry["status"] == "graded", (student, entry)
-        assert not _being_graded(course, student)
+        assert not being_graded(course, SECTION, student)
         graded = sorted(p.name for p in (course / "autograded" / student / SECTION).glob("*.ipynb"))
         submitted = sorted(p.name for p in (course / "submitted" / student / SECTION).glob("*.ipynb"))
         assert graded == submitted, student  # every notebook graded, in one piece

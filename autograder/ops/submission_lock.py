@@ -47,3 +47,12 @@ def graded_alone(course_dir: Path, section: str, student: str, wait_s: float, po
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def being_graded(course_dir: Path, section: str, student: str) -> bool:
+    """Whether some process holds this submission's lock now (it is grading that submission)."""
+    try:
+        with graded_alone(course_dir, section, student, wait_s=0):
+            return False
+    except SubmissionBusy:
+        return True
