@@ -225,5 +225,7 @@ def test_a_submission_another_process_is_grading_is_waited_for(released_course, 
         assert read_ledger(course, SECTION, "blank") is None
     thread.join(600)
     assert [(r.student, r.status) for r in results] == [("blank", "graded")]
-    assert results[0].phases["queue"] >= 8
+    # the lock was held 8 s from the thread's start; the job asks for it only after the run's own start-up
+    # (ledger, grading worker), 0.13 s on a slow day here, so at least 6 s of it must count as queueing
+    assert results[0].phases["queue"] >= 6
     assert (course / "autograded" / "blank" / SECTION / f"{EXERCISE}.ipynb").is_file()
