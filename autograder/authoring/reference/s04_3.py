@@ -426,7 +426,13 @@ _S04_3_EX2_CHECKS = (
         "grad_norm_sweep",
         _grad_cases,
         reference=grad_norm_sweep,
-        outputs=(Output("显式欧拉的 log10‖∂x_N/∂k‖", "exact"), Output("隐式欧拉的 log10‖∂x_N/∂k‖", "exact")),
+        outputs=(
+            Output("显式欧拉的 log10‖∂x_N/∂k‖", "exact"),
+            # at k = 5000 the implicit sensitivity is ~1e-8 after cancellation: inv(I - hJ)^N with jacrev lands
+            # 3.4e-10 from the exact value (the reference 1.5e-11), so the band is 1e-8, still 1e5x inside the
+            # nearest mistake (horizon_minus_one, 1.0e-3)
+            Output("隐式欧拉的 log10‖∂x_N/∂k‖", "exact", rtol=1e-8),
+        ),
         mistakes={
             "horizon_minus_one": Mistake(
                 messages.HORIZON_MINUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks)
