@@ -156,3 +156,22 @@ def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):
         assert fragment in precheck(tmp_path), text
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [{"metadata": {}}]}))
     assert precheck(tmp_path) == ""
+
+
+def test_a_trajectory_names_the_first_step_that_leaves_the_band_and_no_value():
+    ref = np.linspace(1.0, 2.0, 10)[:, None] * np.array([1.0, -3.0])  # a (10, 2) state trajectory
+    got = ref.copy()
+    got[6:, 1] += 0.1 * (1.0 + np.arange(4))  # drifts from step 6 on, second state only
+    verdict = compare(got, ref)
+    assert not verdict.passed
+    assert "4/20 个元素超出容差，第一个在下标 (6, 1)" in verdict.message
+    assert "-3" not in verdict.message and "-6" not in verdict.message  # the index, never the expected value
+
+
+def test_a_constant_offset_on_a_log_scale_is_read_as_a_missing_factor():
+    log10_norms = np.log10(np.array([3.0, 30.0, 700.0, 9000.0]))  # e.g. log10 of gradient norms over a horizon
+    verdict = compare(log10_norms + np.log10(0.5), log10_norms)  # every norm off by a factor 1/2
+    assert not verdict.passed
+    assert "同一个常数 -0.301" in verdict.message and "10^-0.301 ≈ 0.5" in verdict.message
+    # one offset entry alone is just a wrong number: no constant-offset story from a single value
+    assert "同一个常数" not in compare(np.array([1.3]), np.array([1.0])).message
