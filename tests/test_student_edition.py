@@ -79,6 +79,28 @@ def test_every_student_page_has_its_twin_and_the_instructors_page_stays_out(edit
     assert not (edition.folder / "book" / "instructors.md").exists()
 
 
+def test_every_module_a_page_imports_is_in_the_edition(edition):
+    """A twin run on a student's machine finds each of its imports: the standard library, a package of the
+    edition's lock (or its own course_lib/course_check), or one of the book's modules beside the pages.
+    Read from the twins' code, independently of how the edition picks the book's modules."""
+    import importlib.metadata
+
+    pins = _pins((edition.folder / "requirements.txt").read_text(encoding="utf-8"))
+    providers = importlib.metadata.packages_distributions()
+    missing = []
+    for twin in sorted((edition.folder / "book").glob("*.ipynb")):
+        code = "\n".join(c.source for c in nbformat.read(twin, as_version=4).cells if c.cell_type == "code")
+        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+(\w+)", code, flags=re.M))):
+            if name in sys.stdlib_module_names or name in ("course_lib", "course_check"):
+                continue
+            if (edition.folder / "book" / f"{name}.py").is_file():
+                continue
+            dists = {d.lower().replace("_", "-") for d in providers.get(name, [])}
+            if not dists & set(pins):
+                missing.append(f"{twin.name}: import {name} ({sorted(dists) or 'no installed package'})")
+    assert not missing, "\n".join(missing)
+
+
 def test_the_exercises_are_the_release_notebooks(edition):
     exercises = sorted((edition.folder / "exercises").rglob("*.ipynb"))
     expected = sources.source_notebooks()

@@ -8,7 +8,7 @@ hit fails the command. Layout of ``_build/student-edition/``::
     course_lib/                      the library and its own pyproject.toml (pip install ./course_lib)
     course_check/                    the public checks: scoring code, public cases, its own pyproject.toml
     book/<page>.md, book/<page>.ipynb  each page students read, and its notebook twin (Colab opens these)
-    book/plotstyle.py, diagrams.py, fonts/   what the pages import
+    book/plotstyle.py, diagrams.py, ..., fonts/   the book's own modules the pages import, and the font
     exercises/<section>/<exercise>.ipynb     the release notebooks (autograder.authoring.student_copy)
 
 ``requirements.txt`` is the one install file: ``./course_lib``, ``./course_check`` and the student lock
@@ -34,8 +34,9 @@ OUT = ROOT / "_build" / "student-edition"
 EDITION_FILES = ROOT / "edition"
 #: pages of the book that are for instructors only (their code needs the instructors' cluster tools)
 INSTRUCTOR_PAGES = frozenset({"book/instructors"})
-#: what the pages import or read besides course_lib, relative to the repository root
-BOOK_HELPERS = ("book/plotstyle.py", "book/diagrams.py", "book/fonts/S04SansSC-Regular.otf", "book/fonts/OFL.txt")
+#: the font the figures draw their Chinese labels with (book/plotstyle.py registers it), and its licence
+BOOK_FONTS = ("book/fonts/S04SansSC-Regular.otf", "book/fonts/OFL.txt")
+_IMPORTED = re.compile(r"^\s*(?:from|import)\s+(\w+)", flags=re.MULTILINE)
 PYTHON_VERSION = "3.11"
 TWIN_MARK = "s04-edition-setup"
 
@@ -67,6 +68,25 @@ def toc_pages(root: Path = ROOT) -> list[str]:
 def student_pages(root: Path = ROOT) -> list[str]:
     """Docnames of the book's pages that students receive, in table-of-contents order."""
     return [page for page in toc_pages(root) if page not in INSTRUCTOR_PAGES]
+
+
+def book_helpers(root: Path = ROOT) -> list[str]:
+    """The book's own modules (``book/<name>.py``) that the students' pages import, directly or through each
+    other, and the font files; paths relative to the repository root."""
+    sources = [
+        cell.source
+        for page in student_pages(root)
+        for cell in jupytext.read(root / f"{page}.md").cells
+        if cell.cell_type == "code"
+    ]
+    modules: set[str] = set()
+    while sources:
+        for name in _IMPORTED.findall(sources.pop()):
+            helper = root / "book" / f"{name}.py"
+            if helper.is_file() and name not in modules:
+                modules.add(name)
+                sources.append(helper.read_text(encoding="utf-8"))
+    return [*(f"book/{name}.py" for name in sorted(modules)), *BOOK_FONTS]
 
 
 def setup_cell(repository_url: str, branch: str) -> nbformat.NotebookNode:
@@ -136,7 +156,7 @@ def build_edition(
             if "__pycache__" not in src.parts:
                 _copy(src, out / src.relative_to(root), files)
 
-    for helper in BOOK_HELPERS:
+    for helper in book_helpers(root):
         _copy(root / helper, out / helper, files)
     for page in student_pages(root):
         md = root / f"{page}.md"
