@@ -388,6 +388,60 @@ def test_page_offers_its_notebook_for_download(browser, site, tmp_path):
     assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
+def _pages_with_sliders(built_book):
+    return [page for page in PAGES if "s04-slider-frame" in (built_book / f"{page}.html").read_text(encoding="utf-8")]
+
+
+# Every slider on the page: its frames' values, the <output> text, and each visible frame as
+# [its value, decoded, a digest of its picture] (PNGs share their first and last bytes, so all of it).
+SLIDER_STATE_JS = """() => [...document.querySelectorAll(".s04-slider")].map((box) => {
+  const digest = (text) => { let h = 0; for (let j = 0; j < text.length; j++) h = (h * 31 + text.charCodeAt(j)) | 0; return h; };
+  const shown = [...box.querySelectorAll("img.s04-slider-frame")].filter((im) => im.checkVisibility());
+  return {shown: shown.map((im) => [im.dataset.value, im.naturalWidth > 0, digest(im.src)]),
+          output: box.querySelector("output").textContent,
+          values: [...box.querySelectorAll("img.s04-slider-frame")].map((im) => im.dataset.value),
+          inFigure: !!box.closest("figure"), caption: (box.closest("figure")?.querySelector("figcaption")?.textContent || "")};
+})"""
+
+
+def test_sliders_move_through_their_frames_offline(browser, site, built_book):
+    """Each slider (book/sliders.py) shows one frame at a time, with its value next to the input; dragging
+    it with the keyboard or setting it shows another frame, in a numbered figure, and nothing leaves localhost."""
+    pages = _pages_with_sliders(built_book)
+    sliders = 0
+    reader = Reader(browser, **DESKTOP)
+    try:
+        for page_name in pages:
+            page = reader.open(site + page_name + ".html")
+            before = page.evaluate(SLIDER_STATE_JS)
+            for i, state in enumerate(before):
+                sliders += 1
+                where = f"{page_name} slider {i}"
+                assert len(state["values"]) >= 4, where
+                assert state["inFigure"] and re.match(r"\s*图\s*\d+", state["caption"]), where
+                assert len(state["shown"]) == 1 and state["shown"][0][1], f"{where}: not exactly one frame shown"
+                assert state["output"] == state["shown"][0][0], where
+                control = page.locator(".s04-slider input[type=range]").nth(i)
+                seen = {state["shown"][0][2]}
+                control.focus()
+                for key in ("Home", "ArrowRight", "End"):
+                    control.press(key)
+                    now = page.evaluate(SLIDER_STATE_JS)[i]
+                    assert len(now["shown"]) == 1 and now["shown"][0][1], f"{where} after {key}"
+                    assert now["output"] == now["shown"][0][0], f"{where} after {key}"
+                    seen.add(now["shown"][0][2])
+                assert len(seen) >= 3, f"{where}: moving the slider did not change the picture"
+                middle = len(state["values"]) // 2
+                control.fill(str(middle))  # a value set directly (a drag) fires the same input event
+                now = page.evaluate(SLIDER_STATE_JS)[i]
+                assert [value for value, *_ in now["shown"]] == [state["values"][middle]] == [now["output"]], where
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    assert sliders >= 3, f"the book has {sliders} sliders on {pages}; the third edition asks for three to five"
+
+
 SCREENSHOT_PAGES = ["book/index", "book/s04_3", "book/s04_1"]
 
 
