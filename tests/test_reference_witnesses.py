@@ -69,6 +69,37 @@ def _(out, z, alpha):
     np.testing.assert_allclose(out, alpha * t / (1 + t) ** 2, rtol=1e-12, atol=1e-12 * alpha)
 
 
+@witness("s04_4_ex4.fobg_terms")
+def _(out, theta, w, alpha):
+    # jax.grad of course_lib's sigmoid step at every perturbed point theta + w_i
+    loss = lambda th: cl.sigmoid_step(th, alpha)  # noqa: E731
+    per_sample = jax.vmap(jax.grad(loss))(theta + jnp.asarray(w))
+    np.testing.assert_allclose(out, np.asarray(per_sample), rtol=1e-12, atol=1e-300)
+
+
+@witness("s04_4_ex4.zobg_terms")
+def _(out, theta, w, sigma, alpha):
+    # the textbook formula 1 / (1 + exp(-alpha z)): hidden |alpha z| stays below 450, far from overflow
+    sig = lambda z: 1 / (1 + np.exp(-alpha * z))  # noqa: E731
+    w = np.asarray(w)
+    np.testing.assert_allclose(out, (sig(theta + w) - sig(theta)) * w / sigma**2, rtol=1e-12, atol=1e-14)
+
+
+@witness("s04_4_ex4.mean_and_stderr")
+def _(out, terms):
+    from scipy import stats
+
+    np.testing.assert_allclose(out, (np.mean(terms), stats.sem(terms)), rtol=1e-13)
+
+
+@witness("s04_4_ex4.coverage")
+def _(out, terms, exact):
+    from scipy import stats
+
+    inside = [abs(np.mean(row) - exact) <= 2 * stats.sem(row) for row in terms]
+    assert out == sum(inside) / len(inside)
+
+
 @witness("s04_5_ex2.softplus_contact")
 def _(out, phi, k, beta):
     z = -np.asarray(phi, dtype=np.float64) * beta
@@ -224,4 +255,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 17 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 21 and set(WITNESSES) <= set(all_checks())

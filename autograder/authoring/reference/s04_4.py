@@ -12,6 +12,9 @@
   forces, |tangential| / normal ratios, modes from the friction cone, and ||dL/dx_k|| = ||A_k^T lam_{k+1}||.
   Hidden steps come from a rollout the student never sees; their modes and forces are course_lib's
   contact records.
+* ``s04_4_ex4``: FoBG against ZoBG on sigmoid(alpha z) with the noise passed in: the per-sample terms
+  of each, the mean with its naive standard error (N - 1 sample variance), and the coverage of the
+  naive two-standard-error interval over many seeds (the heavy tail of FoBG on a steep loss).
 """
 
 from __future__ import annotations
@@ -68,6 +71,18 @@ S044_GRAD_NEXT = "梯度范数与 ‖∂L/∂x_{k+1}‖ 一致：差了一步，
 S044_GRAD_JACOBIAN_NORM = (
     "梯度范数与单步 Jacobian A_k 自身的 Frobenius 范数一致：要记录的是损失对状态的梯度 ∂L/∂x_k 的 2-范数。"
 )
+S044_FOBG_AT_THETA = (
+    "每个逐样本项都相同，等于 L′(θ)：导数要在扰动后的点 θ + w_i 上求，FoBG 平均的是 N 个不同点上的导数。"
+)
+S044_ZOBG_NO_BASELINE = (
+    "逐样本项与 L(θ + w_i)·w_i/σ² 一致：少了基线 L(θ)。不减基线时平均值仍然无偏，但每一项（和方差）都不同；"
+    "题目要的是带基线的 (L(θ + w_i) − L(θ))·w_i/σ²。"
+)
+S044_ZOBG_SIGMA_ONCE = "逐样本项差了一个因子 σ：分母是 σ²，不是 σ（由 ∇ 𝔼 L(θ + w) = 𝔼 [L(θ + w)·w]/σ² 而来）。"
+S044_STDERR_DDOF0 = "标准误与除以 N 的样本方差一致：题目要求除以 N − 1（np.std(..., ddof=1)），N 小时两者差得不少。"
+S044_STDERR_NO_SQRT = "标准误与样本标准差本身一致：平均值的标准误还要再除以 √N。"
+S044_COVERAGE_ONE_SE = "覆盖率与“区间取 ±1 倍标准误”的结果一致：题目的区间是 |ḡ − exact| ≤ 2·ŝ/√N。"
+S044_COVERAGE_OUTSIDE = "结果是区间没有覆盖精确值的那部分种子所占的比例：要返回覆盖到的比例。"
 
 
 # --- s04_4_ex1: bouncing ball, one step with the impact inside it ---------------------------------
@@ -518,6 +533,147 @@ _S04_4_EX3_CHECKS = (
 )
 
 
+# --- s04_4_ex4: FoBG against ZoBG, bias, variance and the naive standard error ------------------------
+
+
+def fobg_terms(theta, w, alpha, at_theta=False):
+    """L'(theta + w_i) for L = sigmoid(alpha z); ``at_theta``: the mistake of differentiating at theta."""
+    z = np.full(np.shape(w), float(theta)) if at_theta else theta + np.asarray(w, dtype=np.float64)
+    return soft_step_grad(z, alpha)
+
+
+def zobg_terms(theta, w, sigma, alpha, baseline=True, sigma_power=2):
+    """(L(theta + w_i) - L(theta)) w_i / sigma^2; the keywords switch to the catalogued mistakes."""
+    w = np.asarray(w, dtype=np.float64)
+    drop = soft_step(theta, alpha) if baseline else 0.0
+    return (soft_step(theta + w, alpha) - drop) * w / sigma**sigma_power
+
+
+def mean_and_stderr(terms, ddof=1, per_sqrt_n=True):
+    """(mean, s / sqrt(N)) with the N - ddof sample variance."""
+    terms = np.asarray(terms, dtype=np.float64)
+    spread = terms.std(ddof=ddof)
+    return float(terms.mean()), float(spread / np.sqrt(terms.size) if per_sqrt_n else spread)
+
+
+def coverage(terms, exact, width=2.0, inside=True):
+    """Fraction of rows whose mean is within ``width`` naive standard errors of ``exact``."""
+    terms = np.asarray(terms, dtype=np.float64)
+    means = terms.mean(axis=1)
+    stderrs = terms.std(axis=1, ddof=1) / np.sqrt(terms.shape[1])
+    covered = np.abs(means - exact) <= width * stderrs
+    return float(np.mean(covered if inside else ~covered))
+
+
+def _noise_case(rng, alpha, sigma, n):
+    """theta and N Gaussian perturbations, one of them placed inside the derivative's bump (|theta + w| < 1/alpha),
+    so every case's FoBG terms have the bump's magnitude; |theta + w| stays below 1.5 (no overflow at alpha 300)."""
+    theta = float(np.round(rng.uniform(-0.3, 0.3), 6))
+    w = np.clip(sigma * rng.standard_normal(n), -1.2, 1.2)
+    w[0] = rng.uniform(-1.0, 1.0) / alpha - theta
+    return theta, np.round(w, 8)
+
+
+_NOISE_SETTINGS = ((2.0, 0.3, 7), (20.0, 0.1, 12), (120.0, 0.05, 20), (300.0, 0.1, 40))
+
+
+def _fobg_cases():
+    rng = case_rng(404_401)
+    cases = []
+    for alpha, sigma, n in case_value(_NOISE_SETTINGS, ((3.0, 0.2, 9), (50.0, 0.1, 16), (250.0, 0.08, 30))):
+        theta, w = _noise_case(rng, alpha, sigma, n)
+        cases.append({"theta": theta, "w": w, "alpha": alpha})
+    return cases
+
+
+def _zobg_cases():
+    rng = case_rng(404_402)
+    cases = []
+    for alpha, sigma, n in case_value(_NOISE_SETTINGS, ((3.0, 0.2, 9), (50.0, 0.1, 16), (250.0, 0.08, 30))):
+        theta, w = _noise_case(rng, alpha, sigma, n)
+        cases.append({"theta": theta, "w": w, "sigma": sigma, "alpha": alpha})
+    return cases
+
+
+_HIT_RATE, _HIT_RANGE, _MISS_MEAN = 0.08, (5.0, 40.0), 0.2
+_HEAVY_MEAN = _HIT_RATE * sum(_HIT_RANGE) / 2 + (1 - _HIT_RATE) * _MISS_MEAN  # the true mean of one term
+
+
+def _heavy_tailed(rng, shape):
+    """Mostly small terms with a few large ones, like FoBG's on a steep loss."""
+    hits = rng.random(shape) < _HIT_RATE
+    return np.round(np.where(hits, rng.uniform(*_HIT_RANGE, shape), rng.exponential(_MISS_MEAN, shape)), 8)
+
+
+def _stderr_cases():
+    rng = case_rng(404_403)
+    cases = []
+    for n in case_value((5, 8, 23, 60), (6, 11, 40)):
+        cases.append({"terms": _heavy_tailed(rng, n) if n % 2 == 0 else np.round(rng.normal(1.0, 2.0, n), 8)})
+    return cases
+
+
+def _coverage_cases():
+    """Rows of heavy-tailed or Gaussian terms, ``exact`` their true mean: coverage neither 0 nor 1."""
+    rng = case_rng(404_404)
+    cases = []
+    for seeds, n, heavy in case_value(
+        ((60, 10, True), (80, 25, False), (50, 6, True)), ((40, 12, True), (70, 20, False))
+    ):
+        if heavy:
+            terms, exact = _heavy_tailed(rng, (seeds, n)), _HEAVY_MEAN
+        else:
+            terms, exact = np.round(rng.normal(0.5, 1.5, (seeds, n)), 8), 0.5
+        cases.append({"terms": terms, "exact": float(np.round(exact, 8))})
+    return cases
+
+
+_S04_4_EX4_CHECKS = (
+    Check(
+        "fobg_terms",
+        _fobg_cases,
+        reference=fobg_terms,
+        outputs=(Output("FoBG 逐样本项", "exact"),),
+        mistakes={
+            "s044_fobg_at_theta": Variant(S044_FOBG_AT_THETA, at_theta=True),
+            "s044_fobg_missing_alpha": Mistake(
+                S044_GRAD_MISSING_ALPHA, lambda theta, w, alpha: fobg_terms(theta, w, alpha) / alpha
+            ),
+        },
+    ),
+    Check(
+        "zobg_terms",
+        _zobg_cases,
+        reference=zobg_terms,
+        outputs=(Output("ZoBG 逐样本项", "exact"),),
+        mistakes={
+            "s044_zobg_no_baseline": Variant(S044_ZOBG_NO_BASELINE, baseline=False),
+            "s044_zobg_sigma_once": Variant(S044_ZOBG_SIGMA_ONCE, sigma_power=1),
+        },
+    ),
+    Check(
+        "mean_and_stderr",
+        _stderr_cases,
+        reference=mean_and_stderr,
+        outputs=(Output("平均值", "exact", weight=0.5), Output("朴素标准误", "exact", weight=0.5)),
+        mistakes={
+            "s044_stderr_ddof0": Variant(S044_STDERR_DDOF0, ddof=0),
+            "s044_stderr_no_sqrt": Variant(S044_STDERR_NO_SQRT, per_sqrt_n=False),
+        },
+    ),
+    Check(
+        "coverage",
+        _coverage_cases,
+        reference=coverage,
+        outputs=(Output("覆盖率", "exact"),),
+        mistakes={
+            "s044_coverage_one_se": Variant(S044_COVERAGE_ONE_SE, width=1.0),
+            "s044_coverage_outside": Variant(S044_COVERAGE_OUTSIDE, inside=False),
+        },
+    ),
+)
+
+
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 # (s04_4_ex3's setup constants H, BOX, PUSHES describe the notebook's own rollout; the hidden rollout
 # _HIDDEN_ROLLOUT deliberately differs from it, so the reference shares no constant with that setup cell)
@@ -656,6 +812,42 @@ EXERCISES = (
                         ),
                     ],
                 },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_4_ex4",
+        _S04_4_EX4_CHECKS,
+        wrong_answers=(
+            # the ZoBG terms without their baseline (unbiased on average, other terms)
+            WrongAnswer(
+                "少了基线",
+                edits={
+                    "zobg_terms_answer": [
+                        (
+                            "return (loss(theta + w) - loss(theta)) * w / sigma**2",
+                            "return loss(theta + w) * w / sigma**2",
+                        )
+                    ],
+                },
+            ),
+            # the derivative taken at theta for every sample; the standard error of N, not N - 1
+            WrongAnswer(
+                "θ + w_i",
+                edits={
+                    "fobg_terms_answer": [
+                        (
+                            "jnp.asarray(theta + np.asarray(w, dtype=np.float64))",
+                            "jnp.asarray(theta + 0.0 * np.asarray(w, dtype=np.float64))",
+                        )
+                    ],
+                    "mean_and_stderr_answer": [("terms.std(ddof=1)", "terms.std()")],
+                },
+            ),
+            # one standard error instead of two
+            WrongAnswer(
+                "±1 倍标准误",
+                edits={"coverage_answer": [("<= 2.0 * stderrs", "<= stderrs")]},
             ),
         ),
     ),
