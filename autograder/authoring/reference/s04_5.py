@@ -8,18 +8,25 @@
   beta = 5, 50, 500; hidden points include beta |phi| > 709, where a naive log(1 + exp(.)) overflows.
   :func:`overflow_diagnosis` is called by the graded cell to say so.
 * ``s04_5_ex3`` is written-only (no checks).
+* ``s04_5_ex4``: a frictionless LCP 0 <= z _|_ W z + w0 >= 0 (W symmetric positive definite): its solution,
+  d z* / d w0 by the implicit function theorem on the active set (-inv(W_AA), zero rows for separated
+  contacts), and n projected Gauss-Seidel sweeps from z = 0 with the derivative through them. Hidden
+  problems are built from a chosen active set with margins (z_i or w_i at least 0.2), so no case sits on a
+  mode boundary.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.authoring.cases import case_rng
+from autograder.authoring.cases import case_rng, case_value
 from course_check.adapters import kink_as_subgradient
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -31,6 +38,12 @@ S045_MISSING_INV_BETA = "结果约是参考值的 β 倍：softplus_β(z) = log(
 S045_SIGMOID_SIGN = (
     "导数与 −k·σ(βφ) 一致：sigmoid 的自变量应是 −βφ。检查极限：穿透很深时导数应趋于 −k，离地很远时应趋于 0。"
 )
+S045_LCP_UNPROJECTED = "结果与直接解线性方程 W z = −w0（不管 z ≥ 0）一致：有的冲量是负的，即接触在“拉”。要找出活动集：只对 z_i > 0 的接触解方程，其余接触 z_i = 0 且 w_i ≥ 0。"
+S045_LCP_CLIPPED = "结果与“先解 W z = −w0，再把负的分量截成 0”一致：截断之后，留下的接触的方程 (W z + w0)_i = 0 不再成立（它们与被截掉的接触耦合）。要在活动集上重新解方程。"
+S045_IFT_FULL_INVERSE = "导数与 −W⁻¹（整个矩阵求逆）一致：分离的接触（z_i = 0，w_i > 0）在小扰动下保持 z_i = 0，它们的行应为 0；活动接触只通过 W_AA 相互耦合，∂z_A/∂w0_A = −(W_AA)⁻¹。"
+S045_IFT_SIGN = "导数的符号反了：活动集上 W_AA z_A = −w0_A，所以 ∂z_A/∂w0_A = −(W_AA)⁻¹（w0 越大，接触越不需要冲量）。"
+S045_PGS_JACOBI = "结果与 Jacobi 迭代一致（一次扫描里都用扫描开始时的 z）：Gauss–Seidel 更新第 i 个分量时要用这次扫描里已经更新过的 z_0, …, z_{i−1}。"
+S045_PGS_UNPROJECTED = "结果与不投影的 Gauss–Seidel 一致（z_i 可以变成负数）：每次更新后要取 max(0, ·)，冲量只推不拉。"
 S045_SOFTPLUS_SLOPE_SIGN = "导数的形状对了但符号反了（+k·σ(−βφ)）：λ 随穿透加深而增大，φ 越小力越大，所以 dλ/dφ < 0。"
 
 # --- s04_5_ex1: penalty force and its derivative ------------------------------------------------
@@ -196,6 +209,119 @@ _S04_5_EX2_CHECKS = (
     ),
 )
 
+# --- s04_5_ex4: the frictionless LCP, its IFT derivative, and unrolled projected Gauss-Seidel -------------
+
+
+def solve_lcp(W, w0, method="enumerate"):
+    """The solution of 0 <= z _|_ W z + w0 >= 0 by enumerating active sets; the other methods are mistakes."""
+    W, w0 = np.asarray(W, dtype=np.float64), np.asarray(w0, dtype=np.float64)
+    if method != "enumerate":
+        z = np.linalg.solve(W, -w0)
+        return np.maximum(z, 0.0) if method == "clipped" else z
+    for pattern in itertools.product((False, True), repeat=w0.size):
+        active = np.array(pattern)
+        z = np.zeros(w0.size)
+        if active.any():
+            z[active] = np.linalg.solve(W[np.ix_(active, active)], -w0[active])
+        if np.all(z[active] > 0) and np.all((W @ z + w0)[~active] >= 0):
+            return z
+    raise ValueError("no active set satisfies the complementarity conditions")
+
+
+def lcp_jacobian(W, w0, full_inverse=False, sign=-1.0):
+    """d z* / d w0 = sign * inv(W_AA) on the active set A, zero elsewhere."""
+    W = np.asarray(W, dtype=np.float64)
+    if full_inverse:
+        return sign * np.linalg.inv(W)
+    active = solve_lcp(W, w0) > 0
+    J = np.zeros_like(W)
+    J[np.ix_(active, active)] = sign * np.linalg.inv(W[np.ix_(active, active)])
+    return J
+
+
+def _pgs(w0, W, n_sweeps, jacobi, project):
+    z = jnp.zeros_like(w0)
+    for _ in range(n_sweeps):
+        start = z
+        for i in range(w0.shape[0]):
+            seen = start if jacobi else z
+            step = seen[i] - (W[i] @ seen + w0[i]) / W[i, i]
+            z = z.at[i].set(jnp.maximum(step, 0.0) if project else step)
+    return z
+
+
+def pgs_unrolled(W, w0, n_sweeps, jacobi=False, project=True):
+    """(z after n projected Gauss-Seidel sweeps from 0, d z / d w0 through them by jax.jacfwd)."""
+    W, w0 = jnp.asarray(W, dtype=jnp.float64), jnp.asarray(w0, dtype=jnp.float64)
+    run = lambda b: _pgs(b, W, int(n_sweeps), jacobi, project)  # noqa: E731
+    return np.asarray(run(w0)), np.asarray(jax.jacfwd(run)(w0))
+
+
+def _lcp_problem(rng, n, n_active):
+    """A symmetric positive definite W (eigenvalues in about [0.5, 5]) and a w0 whose solution closes n_active
+    contacts with z_i in [0.2, 1.5] and leaves the others apart with w_i in [0.2, 1.5]."""
+    B = rng.normal(size=(n, n))
+    W = np.round(0.5 * (B @ B.T + (B @ B.T).T) / n + 0.5 * np.eye(n), 6)
+    active = np.zeros(n, dtype=bool)
+    active[rng.choice(n, size=n_active, replace=False)] = True
+    z = np.where(active, rng.uniform(0.2, 1.5, n), 0.0)
+    w = np.where(active, 0.0, rng.uniform(0.2, 1.5, n))
+    return W, np.round(w - W @ z, 8)
+
+
+def _lcp_cases(seed):
+    def cases():
+        rng = case_rng(seed)
+        return [dict(zip(("W", "w0"), _lcp_problem(rng, n, k))) for n, k in _shapes()]
+
+    return cases
+
+
+def _shapes():
+    return case_value(((2, 1), (3, 2), (4, 3), (4, 4), (3, 0)), ((2, 2), (3, 1), (4, 2)))
+
+
+def _pgs_cases():
+    rng = case_rng(405_403)
+    sweeps = case_value((1, 3, 7, 15), (2, 5, 10))
+    shapes = case_value(((2, 2), (3, 2), (4, 3), (4, 2)), ((3, 2), (2, 1), (4, 3)))
+    return [{"W": W, "w0": w0, "n_sweeps": k} for (W, w0), k in zip((_lcp_problem(rng, *s) for s in shapes), sweeps)]
+
+
+_S04_5_EX4_CHECKS = (
+    Check(
+        "solve_lcp",
+        _lcp_cases(405_401),
+        reference=solve_lcp,
+        outputs=(Output("LCP 的解 z*", "exact"),),
+        mistakes={
+            "s045_lcp_unprojected": Variant(S045_LCP_UNPROJECTED, method="unprojected"),
+            "s045_lcp_clipped": Variant(S045_LCP_CLIPPED, method="clipped"),
+        },
+    ),
+    Check(
+        "lcp_jacobian",
+        _lcp_cases(405_402),
+        reference=lcp_jacobian,
+        outputs=(Output("∂z*/∂w0", "exact"),),
+        mistakes={
+            "s045_ift_full_inverse": Variant(S045_IFT_FULL_INVERSE, full_inverse=True),
+            "s045_ift_sign": Variant(S045_IFT_SIGN, sign=1.0),
+        },
+    ),
+    Check(
+        "pgs_unrolled",
+        _pgs_cases,
+        reference=pgs_unrolled,
+        outputs=(Output("扫描后的 z", "exact", weight=0.5), Output("穿过扫描的 ∂z/∂w0", "exact", weight=0.5)),
+        mistakes={
+            "s045_pgs_jacobi": Variant(S045_PGS_JACOBI, jacobi=True),
+            "s045_pgs_unprojected": Variant(S045_PGS_UNPROJECTED, project=False),
+        },
+    ),
+)
+
+
 # --- the exercises: checks and plausible wrong submissions (edits of the notebooks' solution cells) ---
 
 EXERCISES = (
@@ -250,6 +376,42 @@ EXERCISES = (
                         (
                             "-k * np.exp(-np.logaddexp(0.0, -z))",
                             "np.where(z > 0, -k * np.exp(-np.logaddexp(0.0, -k * z)), 0.0)",
+                        ),
+                    ],
+                },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_5_ex4",
+        _S04_5_EX4_CHECKS,
+        wrong_answers=(
+            WrongAnswer(
+                "不管 z ≥ 0",
+                edits={  # the unconstrained solve: negative impulses; its Jacobian -inv(W) follows
+                    "solve_lcp_answer": [
+                        ("    n = w0.size\n", "    return np.linalg.solve(W, -w0)\n    n = w0.size\n"),
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "−(W_AA)⁻¹",
+                edits={  # the whole matrix inverted: separated contacts respond to w0
+                    "lcp_jacobian_answer": [("    return J  ", "    J = -np.linalg.inv(W)\n    return J  ")],
+                },
+                keep=("solve_lcp_answer",),
+            ),
+            WrongAnswer(
+                "Jacobi",
+                edits={  # every update of a sweep reads the z the sweep started from
+                    "pgs_unrolled_answer": [
+                        (
+                            "        for _ in range(n_sweeps):\n",
+                            "        for _ in range(n_sweeps):\n            z_prev = z\n",
+                        ),
+                        (
+                            "step = z[i] - (W[i] @ z + w0[i]) / W[i, i]",
+                            "step = z_prev[i] - (W[i] @ z_prev + w0[i]) / W[i, i]",
                         ),
                     ],
                 },
