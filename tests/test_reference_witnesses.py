@@ -131,6 +131,42 @@ def _(out, W, w0, n_sweeps):
     np.testing.assert_allclose(out[1], _central_jacobian(lambda b: _pgs_numpy(W, b, n_sweeps), w0), atol=1e-8)
 
 
+@witness("s04_7_ex4.checkpointed_value_and_grad")
+def _(out, x0, us, segment_length):
+    # course_lib's own checkpointed gradient; its stage cost sits on x_k, so the sum over x_1..x_N is the
+    # stage sum over x_0..x_{N-1} plus a terminal |x_N|^2/2, minus the constant |x_0|^2/2
+    stage = lambda x, u, p: 0.5 * jnp.sum(x**2) + 0.5 * s04_7.CKPT_R * jnp.sum(u**2)  # noqa: E731
+    terminal = lambda x, p: 0.5 * jnp.sum(x**2)  # noqa: E731
+    step = lambda x, u, p: s04_7._ckpt_step(x, u, p)  # noqa: E731
+    cost = lambda u: cl.rollout_cost(  # noqa: E731
+        step,
+        jnp.asarray(x0),
+        u,
+        s04_7.CKPT_PEND,
+        stage,
+        terminal,
+        gradient="checkpointed",
+        segment_length=segment_length,
+    )
+    value, grad = jax.value_and_grad(cost)(jnp.asarray(us))
+    np.testing.assert_allclose(out[0], float(value) - 0.5 * float(np.sum(np.asarray(x0) ** 2)), rtol=1e-13)
+    np.testing.assert_allclose(out[1], np.asarray(grad), rtol=1e-12, atol=1e-14)
+
+
+@witness("s04_7_ex4.segment_backward")
+def _(out, x_start, us_seg, lam_end):
+    loss = lambda x, u: float(s04_7._ckpt_segment_loss(jnp.asarray(x), jnp.asarray(u), jnp.asarray(lam_end)))  # noqa: E731
+    eps = 1e-6
+    dx = [(loss(x_start + eps * e, us_seg) - loss(x_start - eps * e, us_seg)) / (2 * eps) for e in np.eye(2)]
+    du = [
+        (loss(x_start, us_seg + eps * e.reshape(us_seg.shape)) - loss(x_start, us_seg - eps * e.reshape(us_seg.shape)))
+        / (2 * eps)
+        for e in np.eye(us_seg.size)
+    ]
+    np.testing.assert_allclose(out[0], dx, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(out[1].ravel(), du, rtol=1e-7, atol=1e-8)
+
+
 @witness("s04_5_ex2.softplus_contact")
 def _(out, phi, k, beta):
     z = -np.asarray(phi, dtype=np.float64) * beta
@@ -286,4 +322,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 24 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 26 and set(WITNESSES) <= set(all_checks())

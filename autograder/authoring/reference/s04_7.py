@@ -10,6 +10,10 @@
 * ``s04_7_ex3``: SHAC-style window loss on ``cl.wall_task`` with a given quadratic critic and a
   linear policy: the loss of one window and the truncated (window-start stop_gradient) gradient
   over consecutive windows; the reference is ``cl.short_horizon_loss``.
+* ``s04_7_ex4``: checkpointing by hand on a damped pendulum (semi-implicit Euler, h = 0.05), loss
+  sum_k |x_{k+1}|^2/2 + R |u_k|^2/2: one segment's backward pass from its checkpoint and the incoming
+  adjoint, and the whole checkpointed value and gradient; the references are ``jax.grad`` of the plain
+  rollout (every state kept), which checkpointing must reproduce exactly.
 """
 
 from __future__ import annotations
@@ -22,10 +26,18 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
+S047_CKPT_NO_STAGE_X = (
+    "λ_start 与段内每步“漏掉落点代价的 ∂c/∂x_{k+1}”一致：往回传之前，要先把 ∂c(x_{k+1}, u_k)/∂x_{k+1} 加到 λ_{k+1} 上。"
+)
+S047_CKPT_COST_AT_START = (
+    "结果与“代价加在出发点 x_k 而不是落点 x_{k+1} 上”一致：本题的损失是 Σ c(x_{k+1}, u_k)，u_k 先影响 x_{k+1}。"
+)
+S047_CKPT_NO_CARRY = "梯度与“每一段都从 λ = 0 开始反向”一致：这等于在段的边界截断了梯度（SHAC 的做法），不再是完整的梯度。段与段之间要把 λ 传下去：上一段返回的 dL/dx_start 就是前一段的 lam_end。"
+S047_CKPT_DROP_TAIL = "最后几个控制的梯度是 0：N 不是段长的整数倍时，最后一段不满 s 步，也要存下它的起点并做反向。"
 
 S047_LAMBDA_INDEX = "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。"
 S047_NO_TRANSPOSE = (
@@ -597,6 +609,105 @@ _S04_7_EX3_CHECKS = (
 )
 
 
+# --- s04_7_ex4: checkpointing by hand ---------------------------------------------------------------------
+
+CKPT_H, CKPT_R = 0.05, 0.1
+CKPT_PEND = cl.PendulumParams()
+_ckpt_step = cl.semi_implicit_euler(cl.pendulum, CKPT_H)
+
+
+def _ckpt_segment_loss(x_start, us, lam_end, stage_x=True, cost_at="next"):
+    """sum_k c(x_{k+1}, u_k) over the segment + lam_end . x_end (whose gradient is the segment's backward)."""
+    x, total = x_start, 0.0
+    for u in us:
+        x_next = _ckpt_step(x, u, CKPT_PEND)
+        at = x_next if cost_at == "next" else x
+        state_cost = 0.5 * jnp.sum(at**2) if stage_x else 0.5 * jnp.sum(jax.lax.stop_gradient(at) ** 2)
+        total = total + state_cost + 0.5 * CKPT_R * jnp.sum(u**2)
+        x = x_next
+    return total + jnp.dot(lam_end, x)
+
+
+def segment_backward(x_start, us_seg, lam_end, stage_x=True, cost_at="next"):
+    """(d/dx_start, d/dus) of the segment's loss plus lam_end . x_end, by jax.grad of the plain rollout."""
+    grad = jax.grad(_ckpt_segment_loss, argnums=(0, 1))(
+        jnp.asarray(x_start, dtype=jnp.float64),
+        jnp.asarray(us_seg, dtype=jnp.float64),
+        jnp.asarray(lam_end),
+        stage_x,
+        cost_at,
+    )
+    return np.asarray(grad[0]), np.asarray(grad[1])
+
+
+def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True):
+    """(L, dL/dU) of the whole rollout by jax.value_and_grad with every state kept; the keywords switch to the
+    catalogued mistakes (no adjoint carried across segments; the last, partial segment dropped)."""
+    us = jnp.asarray(us, dtype=jnp.float64)
+    n, s = us.shape[0], int(segment_length)
+
+    def loss(us):
+        x, total = jnp.asarray(x0, dtype=jnp.float64), 0.0
+        for k in range(n):
+            if k % s == 0 and not carry:
+                x = jax.lax.stop_gradient(x)  # every segment's backward starts from lambda = 0
+            x = _ckpt_step(x, us[k], CKPT_PEND)
+            total = total + 0.5 * jnp.sum(x**2) + 0.5 * CKPT_R * jnp.sum(us[k] ** 2)
+        return total
+
+    value, grad = jax.value_and_grad(loss)(us)
+    grad = np.array(grad)  # a writable copy
+    if not tail and n % s:
+        grad[n - n % s :] = 0.0
+    return float(value), grad
+
+
+def _ckpt_state(rng):
+    return np.round(np.array([rng.uniform(-1.0, 1.0), rng.uniform(-2.0, 2.0)]), 6)
+
+
+def _segment_cases():
+    rng = case_rng(407_401)
+    cases = []
+    for n in case_value((1, 3, 6, 10), (2, 5, 8)):
+        us = np.round(rng.uniform(-1.5, 1.5, (n, 1)), 6)
+        cases.append({"x_start": _ckpt_state(rng), "us_seg": us, "lam_end": np.round(rng.normal(size=2), 6)})
+    return cases
+
+
+def _checkpointed_cases():
+    rng = case_rng(407_402)
+    cases = []
+    for n, s in case_value(((12, 1), (25, 4), (37, 5), (40, 40)), ((10, 3), (20, 6), (16, 16))):
+        us = np.round(rng.uniform(-1.5, 1.5, (n, 1)), 6)
+        cases.append({"x0": _ckpt_state(rng), "us": us, "segment_length": s})
+    return cases
+
+
+_S04_7_EX4_CHECKS = (
+    Check(
+        "segment_backward",
+        _segment_cases,
+        reference=segment_backward,
+        outputs=(Output("dL/dx_start", "exact", weight=0.5), Output("段内 dL/du_k", "exact", weight=0.5)),
+        mistakes={
+            "s047_ckpt_no_stage_x": Variant(S047_CKPT_NO_STAGE_X, stage_x=False),
+            "s047_ckpt_cost_at_start": Variant(S047_CKPT_COST_AT_START, cost_at="start"),
+        },
+    ),
+    Check(
+        "checkpointed_value_and_grad",
+        _checkpointed_cases,
+        reference=checkpointed_value_and_grad,
+        outputs=(Output("损失 L", "exact", weight=0.25), Output("dL/dU", "exact", weight=0.75)),
+        mistakes={
+            "s047_ckpt_no_carry": Variant(S047_CKPT_NO_CARRY, carry=False),
+            "s047_ckpt_drop_tail": Variant(S047_CKPT_DROP_TAIL, tail=False),
+        },
+    ),
+)
+
+
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
@@ -680,6 +791,33 @@ EXERCISES = (
                 edits={  # the critic term forgotten
                     "window_loss_answer": [("total + GAMMA**h * critic(x_h), x_h", "total + 0.0, x_h")],
                 },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_7_ex4",
+        _S04_7_EX4_CHECKS,
+        constants={"H": CKPT_H, "R": CKPT_R, "P_PEND": CKPT_PEND},
+        wrong_answers=(
+            WrongAnswer(
+                "∂c/∂x_{k+1}",
+                edits={  # the stage cost's state derivative left out of the backward step
+                    "segment_backward_answer": [
+                        ("lam, g_u = pullbacks[k](lam + c_x)", "lam, g_u = pullbacks[k](lam)      ")
+                    ],
+                },
+            ),
+            WrongAnswer(
+                "λ = 0",
+                edits={  # every segment starts its backward from zero: a truncated gradient
+                    "checkpointed_answer": [
+                        (
+                            "lam, g = segment_backward(x_start, us[s : s + segment_length], lam)",
+                            "lam, g = segment_backward(x_start, us[s : s + segment_length], jnp.zeros(2))",
+                        )
+                    ],
+                },
+                keep=("segment_backward_answer",),
             ),
         ),
     ),
