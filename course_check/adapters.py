@@ -16,6 +16,9 @@ S04.6:
 ``count_loss_calls`` measures how many loss evaluations a student's ``directional_checks`` makes;
 ``boolean_as_codes`` turns the boolean answer of ``ad_fd_disagreement`` into non-zero codes, so the
 comparison never meets an all-zero (all-agree) result it would misdiagnose.
+``count_passes`` (s04_6_ex4) builds the hidden map ``f`` from a case's ``(n_steps, sample_steps)`` with the
+notebook's own ``pendulum_map`` and returns the student's result with the forward and reverse passes it made
+through the notebook's counting ``forward_pass`` / ``reverse_pass``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,22 @@ def boolean_as_codes(student_fn):
             if flags.dtype == bool or (np.issubdtype(flags.dtype, np.integer) and np.isin(flags, (0, 1)).all()):
                 return result[0], flags_as_codes(flags)
         return result
+
+    return graded
+
+
+def count_passes(student_fn, make_map, passes):
+    """Wrap a student function of ``(f, x, *rest)`` for grading: ``(its result, [forward, reverse] passes)``.
+
+    ``make_map(n_steps, sample_steps)`` is the notebook's map factory and ``passes`` its counter dict
+    (``{"forward": 0, "reverse": 0}``), zeroed before every call, so each hidden case is counted on its own.
+    """
+
+    def graded(x, n_steps, sample_steps, *rest):
+        for mode in passes:
+            passes[mode] = 0
+        result = student_fn(make_map(n_steps, sample_steps), x, *rest)
+        return result, np.array([passes["forward"], passes["reverse"]])
 
     return graded
 

@@ -181,6 +181,31 @@ def _(out, x):
     np.testing.assert_allclose(out, [[x[1], x[0]], [np.cos(x[0]), 0.0]], rtol=1e-14, atol=1e-15)
 
 
+@witness("s04_6_ex4.jacobian_forward")
+def _(out, z, n_steps, sample_steps):
+    f = s04_6.pendulum_map(n_steps, sample_steps)
+    z = np.asarray(z, dtype=np.float64)
+    for eps in (1e-4, 1e-5, 1e-6):  # central differences, column by column: an error O(eps^2) + rounding
+        fd = np.stack([(f(z + eps * e) - f(z - eps * e)) / (2 * eps) for e in np.eye(len(z))], axis=1)
+        np.testing.assert_allclose(out[0], fd, rtol=0, atol=1e-6 * max(1.0, np.abs(fd).max()))
+    assert list(out[1]) == [len(z), 0]
+
+
+@witness("s04_6_ex4.jacobian_reverse")
+def _(out, z, n_steps, sample_steps):
+    J = jax.jacrev(s04_6.pendulum_map(n_steps, sample_steps))(jnp.asarray(z))
+    np.testing.assert_allclose(out[0], J, rtol=1e-13, atol=1e-15)
+    assert list(out[1]) == [0, len(sample_steps)]
+
+
+@witness("s04_6_ex4.gauss_newton_product")
+def _(out, z, n_steps, sample_steps, v):
+    f = s04_6.pendulum_map(n_steps, sample_steps)
+    jv = jax.jvp(f, (jnp.asarray(z),), (jnp.asarray(v),))[1]  # matrix-free: a JVP, then a VJP of it
+    np.testing.assert_allclose(out[0], jax.vjp(f, jnp.asarray(z))[1](jv)[0], rtol=1e-12, atol=1e-14)
+    assert list(out[1]) == [1, 1]
+
+
 # --- course_lib -------------------------------------------------------------------------------------
 
 
@@ -322,4 +347,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 26 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 29 and set(WITNESSES) <= set(all_checks())

@@ -10,9 +10,16 @@
 * ``s04_6_ex3``: seven variants of a scalar contact loss (softplus, max, clip, where, stop_gradient,
   argmin, round); the AD-FD relative error of each at given points and the boolean set of variants
   whose disagreement exceeds a tolerance somewhere (compared through :func:`boolean_as_codes`).
+* ``s04_6_ex4``: forward vs reverse passes on a pendulum map f: (theta0, omega0, torque knots) -> angles at
+  chosen steps. The full Jacobian from one forward pass per input and from one reverse pass per output, and
+  the Gauss-Newton product J^T J v from one pass of each. The passes are *measured*: the notebook's
+  ``forward_pass`` / ``reverse_pass`` count themselves and :func:`count_passes` returns
+  ``(result, [forward, reverse])``; the reference states the counts the task asks for.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +29,7 @@ import course_lib as cl
 from course_check.adapters import NO_CALLS, flags_as_codes
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 from autograder.kernel_support.sweeps import relative_error
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -46,6 +53,14 @@ S046_COUNT_PER_COORDINATE = (
 S046_ABS_ERROR = "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。"
 S046_THEORY_SET = "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。"
 S046_ALL_AGREE = "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。"
+S046_PASS_NONE = "传递次数是 [0, 0]：没有经过设置单元里计数的 forward_pass / reverse_pass（例如直接调用了 jax.jvp、jax.jacfwd 或 jax.jacrev）。本题的代价按传递计数，请用这两个函数。"
+S046_PASS_BATCHED = "只记到 1 次传递：用 jax.vmap（或 jax.jit）把所有方向打包成了一次调用。这正是 jax.jacfwd / jax.jacrev 的做法，计算量并没有变少；本题请逐个方向调用，让每次传递都被数到。"
+S046_PASS_EXTRA_FORWARD = "比需要的多了一次前向传递（例如用 forward_pass(f, x, 0) 去得到输出维度）：输出维度直接看 f(x) 的形状，调用 f 本身不算传递。"
+S046_PASS_ROWS_NOT_COLUMNS = "雅可比是对的，但它是用 reverse_pass 一行一行拼出来的：本函数要用前向模式，每个输入方向 e_j 一次 forward_pass，得到第 j 列 J e_j。"
+S046_PASS_COLUMNS_NOT_ROWS = "雅可比是对的，但它是用 forward_pass 一列一列拼出来的：本函数要用反向模式，每个输出方向 e_i 一次 reverse_pass，得到第 i 行 e_iᵀ J。"
+S046_GN_FULL_FORWARD = "乘积是对的，但先用 n 次前向传递建出了完整的 J：JᵀJv 不需要 J 本身，先 forward_pass 得到 Jv，再对它做一次 reverse_pass，共两次传递。"
+S046_GN_NO_REVERSE = "只有一次前向传递、没有反向传递：Jv 是 m 维的，还要把它当作 w 做一次 reverse_pass，才得到 n 维的 JᵀJv。"
+S046_GN_FULL_REVERSE = "乘积是对的，但先用 m 次反向传递建出了完整的 J：JᵀJv 不需要 J 本身，先 forward_pass 得到 Jv，再对它做一次 reverse_pass，共两次传递。"
 S046_INVERTED = "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。"
 
 
@@ -460,6 +475,118 @@ _S04_6_EX3_CHECKS = (
 )
 
 
+# --- s04_6_ex4: forward vs reverse passes ----------------------------------------------------------------------
+
+PASS_H = 0.05
+PASS_PEND = cl.PendulumParams()
+_pass_step = cl.semi_implicit_euler(cl.pendulum, PASS_H)
+
+
+@functools.lru_cache(maxsize=None)
+def _pass_map(n_steps: int, sample_steps: tuple):
+    n_steps, rows = int(n_steps), jnp.asarray(np.asarray(sample_steps, dtype=int) - 1)
+
+    @jax.jit
+    def f(z):
+        knots = z.shape[0] - 2  # torque held on each of `knots` equal stretches of the horizon
+        torque = z[jnp.asarray([2 + (k * knots) // n_steps for k in range(n_steps)])]
+
+        def body(x, u):
+            x = _pass_step(x, u[None], PASS_PEND)
+            return x, x[0]
+
+        _, thetas = jax.lax.scan(body, z[:2], torque)
+        return thetas[rows]
+
+    return f
+
+
+def pendulum_map(n_steps, sample_steps):
+    """f(z), z = (theta0, omega0, torque knots...) -> theta_k for k in sample_steps (the notebook's own map)."""
+    return _pass_map(int(n_steps), tuple(int(k) for k in np.asarray(sample_steps).ravel()))
+
+
+def _pass_jacobian(z, n_steps, sample_steps):
+    return np.asarray(jax.jacfwd(pendulum_map(n_steps, sample_steps))(jnp.asarray(z, dtype=jnp.float64)))
+
+
+def jacobian_forward(z, n_steps, sample_steps, passes=lambda n, m: (n, 0)):
+    """(J of shape (m, n), [forward, reverse] passes): one forward pass per input direction."""
+    J = _pass_jacobian(z, n_steps, sample_steps)
+    return J, np.array(passes(J.shape[1], J.shape[0]))
+
+
+def jacobian_reverse(z, n_steps, sample_steps, passes=lambda n, m: (0, m)):
+    """(J of shape (m, n), [forward, reverse] passes): one reverse pass per output."""
+    J = _pass_jacobian(z, n_steps, sample_steps)
+    return J, np.array(passes(J.shape[1], J.shape[0]))
+
+
+def gauss_newton_product(z, n_steps, sample_steps, v, passes=lambda n, m: (1, 1)):
+    """(J^T J v, [forward, reverse] passes): J v by one forward pass, then J^T (J v) by one reverse pass."""
+    J = _pass_jacobian(z, n_steps, sample_steps)
+    return J.T @ (J @ np.asarray(v, dtype=np.float64)), np.array(passes(J.shape[1], J.shape[0]))
+
+
+def _pass_cases(seed, with_direction=False):
+    """Maps wide on the input side (many knots, few samples) and on the output side (one knot, every step)."""
+    rng = case_rng(seed)
+    every = lambda n: tuple(range(1, n + 1))  # noqa: E731
+    shapes = case_value(
+        ((3, 40, every(40)), (4, 30, tuple(range(2, 31, 2))), (10, 24, (8, 16, 24)), (26, 50, (50,))),
+        ((3, 20, every(20)), (12, 20, (10, 20))),
+    )
+    cases = []
+    for n, n_steps, samples in shapes:
+        z = np.round(np.r_[rng.uniform(-1.0, 1.0, 2), rng.uniform(-1.5, 1.5, n - 2)], 6)
+        case = {"z": z, "n_steps": n_steps, "sample_steps": np.array(samples)}
+        if with_direction:
+            case["v"] = np.round(rng.normal(size=n), 6)
+        cases.append(case)
+    return cases
+
+
+_PASSES = Output("传递次数 [前向, 反向]", "integer", weight=0.5)
+_S04_6_EX4_CHECKS = (
+    Check(
+        "jacobian_forward",
+        lambda: _pass_cases(406_401),
+        reference=jacobian_forward,
+        outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
+        mistakes={
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
+            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=lambda n, m: (1, 0)),
+            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=lambda n, m: (n + 1, 0)),
+            "s046_pass_rows_not_columns": Variant(S046_PASS_ROWS_NOT_COLUMNS, passes=lambda n, m: (0, m)),
+        },
+    ),
+    Check(
+        "jacobian_reverse",
+        lambda: _pass_cases(406_402),
+        reference=jacobian_reverse,
+        outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
+        mistakes={
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
+            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=lambda n, m: (0, 1)),
+            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=lambda n, m: (1, m)),
+            "s046_pass_columns_not_rows": Variant(S046_PASS_COLUMNS_NOT_ROWS, passes=lambda n, m: (n, 0)),
+        },
+    ),
+    Check(
+        "gauss_newton_product",
+        lambda: _pass_cases(406_403, with_direction=True),
+        reference=gauss_newton_product,
+        outputs=(Output("JᵀJv", "exact", weight=0.5), _PASSES),
+        mistakes={
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
+            "s046_gn_full_forward": Variant(S046_GN_FULL_FORWARD, passes=lambda n, m: (n, 0)),
+            "s046_gn_full_reverse": Variant(S046_GN_FULL_REVERSE, passes=lambda n, m: (0, m)),
+            "s046_gn_no_reverse": Variant(S046_GN_NO_REVERSE, passes=lambda n, m: (1, 0)),
+        },
+    ),
+)
+
+
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
 
 EXERCISES = (
@@ -540,6 +667,32 @@ EXERCISES = (
                         )
                     ],
                 },
+            ),
+        ),
+    ),
+    Exercise(
+        "s04_6_ex4",
+        _S04_6_EX4_CHECKS,
+        constants={"H": PASS_H, "P_PEND": PASS_PEND},
+        wrong_answers=(
+            WrongAnswer(
+                "转置",
+                edits={  # the rows stacked as columns: J transposed
+                    "jacobian_reverse_answer": [("jnp.stack(rows, axis=0)", "jnp.stack(rows, axis=1)")],
+                },
+                keep=("jacobian_forward_answer",),
+            ),
+            WrongAnswer(
+                "完整的 J",
+                edits={  # the product through the whole Jacobian: right value, n forward passes
+                    "gauss_newton_answer": [
+                        (
+                            "return np.asarray(reverse_pass(f, x, forward_pass(f, x, v)))",
+                            "J = jacobian_forward(f, x)\n    return J.T @ (J @ np.asarray(v))",
+                        )
+                    ],
+                },
+                keep=("jacobian_forward_answer",),
             ),
         ),
     ),
