@@ -59,7 +59,9 @@ S046_PASS_EXTRA_FORWARD = "比需要的多了一次前向传递（例如用 forw
 S046_PASS_ROWS_NOT_COLUMNS = "雅可比是对的，但它是用 reverse_pass 一行一行拼出来的：本函数要用前向模式，每个输入方向 e_j 一次 forward_pass，得到第 j 列 J e_j。"
 S046_PASS_COLUMNS_NOT_ROWS = "雅可比是对的，但它是用 forward_pass 一列一列拼出来的：本函数要用反向模式，每个输出方向 e_i 一次 reverse_pass，得到第 i 行 e_iᵀ J。"
 S046_GN_FULL_FORWARD = "乘积是对的，但先用 n 次前向传递建出了完整的 J：JᵀJv 不需要 J 本身，先 forward_pass 得到 Jv，再对它做一次 reverse_pass，共两次传递。"
-S046_GN_NO_REVERSE = "只有一次前向传递、没有反向传递：Jv 是 m 维的，还要把它当作 w 做一次 reverse_pass，才得到 n 维的 JᵀJv。"
+S046_GN_NO_REVERSE = (
+    "只有一次前向传递、没有反向传递：Jv 是 m 维的，还要把它当作 w 做一次 reverse_pass，才得到 n 维的 JᵀJv。"
+)
 S046_GN_FULL_REVERSE = "乘积是对的，但先用 m 次反向传递建出了完整的 J：JᵀJv 不需要 J 本身，先 forward_pass 得到 Jv，再对它做一次 reverse_pass，共两次传递。"
 S046_INVERTED = "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。"
 
