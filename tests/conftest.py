@@ -205,8 +205,8 @@ def _find_chromium():
     return None
 
 
-@pytest.fixture(scope="module")
-def browser():
+@pytest.fixture(scope="session")
+def chromium_path():
     executable = _find_chromium()
     if executable is None:
         message = (
@@ -216,9 +216,14 @@ def browser():
         if os.environ.get("CI"):
             pytest.fail(message + " -- CI is set, so these tests may not skip")
         pytest.skip(message)
+    return executable
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=executable)
+        chromium = playwright.chromium.launch(executable_path=chromium_path)
         yield chromium
         chromium.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import threading
 from pathlib import Path
@@ -463,3 +464,58 @@ def test_screenshots_of_representative_pages(browser, site, width):
     finally:
         reader.close()
     assert not problems, "\n".join(problems)
+
+
+
+@pytest.fixture(scope="module")
+def browser_without_cjk_fonts(browser, chromium_path, tmp_path_factory):
+    """The same chromium, launched as on a machine with no CJK font: fontconfig sees only DejaVu."""
+    folder = tmp_path_factory.mktemp("fontconfig")
+    dirs = "".join(f"<dir>{d}</dir>" for d in ["/usr/share/fonts/truetype/dejavu"] if Path(d).is_dir())
+    (folder / "fonts.conf").write_text(
+        '<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd">'
+        f"<fontconfig>{dirs}<cachedir>{folder / 'cache'}</cachedir></fontconfig>",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "FONTCONFIG_FILE": str(folder / "fonts.conf")}
+    chromium = browser.browser_type.launch(executable_path=chromium_path, env=env)
+    yield chromium
+    chromium.close()
+
+
+# The fonts chromium drew a node's own text with (Chrome DevTools Protocol), after the page's fonts loaded
+def _fonts_drawing(page, selector: str) -> list[dict]:
+    page.evaluate("document.fonts.ready.then(() => null)")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    assert node, selector
+    return cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+
+
+CJK_CHAR = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+@pytest.mark.parametrize("selector", ["figure figcaption span.caption-text", "nav.bd-links a.current"])
+def test_chinese_text_has_the_books_own_font_where_the_system_has_none(browser_without_cjk_fonts, site, selector):
+    """No empty boxes on a machine without a CJK font (a fresh Linux, CI's own): the pages fall back to the
+    book's font, which every character of the page text is in (test_book_sources)."""
+    reader = Reader(browser_without_cjk_fonts, **DESKTOP)
+    try:
+        page = reader.open(site + "book/s04_3.html")
+        text = page.locator(selector).first.evaluate(
+            "(el) => [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('')"
+        )
+        fonts = _fonts_drawing(page, selector)
+        problems = list(reader.problems)
+    finally:
+        reader.close()
+    assert not problems, "\n".join(problems)
+    cjk = len(CJK_CHAR.findall(text))
+    assert cjk >= 3, (selector, text)
+    # by PostScript name: the stars' cut of the same font is "S04Stars-Regular", and chromium reports the empty
+    # box of a character no font has in the font it fell through to
+    ours = [f for f in fonts if f["postScriptName"] == "S04SansSC-Regular" and f["isCustomFont"]]
+    assert ours and ours[0]["glyphCount"] >= cjk, (text, fonts)

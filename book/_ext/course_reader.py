@@ -41,6 +41,10 @@ if JIEBA:
 LOGGER = logging.getLogger(__name__)
 SEARCH_TERMS = Path(__file__).with_name("search_terms.txt")
 STATIC = Path(__file__).with_name("static")
+# The book's own font (a subset of Noto Sans CJK SC, SIL OFL 1.1), served as the pages' last Chinese face
+# (course_reader.css): a reader whose system has no CJK font reads Chinese, not empty boxes.
+BOOK_FONT = Path(__file__).resolve().parents[1] / "fonts" / "S04SansSC-Regular.otf"
+BOOK_FONT_LICENSE = BOOK_FONT.with_name("OFL.txt")
 
 
 # Query splitter for the search page (replaces Sphinx's default ``splitQuery``). A run of Chinese
@@ -177,7 +181,7 @@ def launch_buttons_need_the_repository(app, config):
 
 
 def _add_static(app):
-    app.config.html_static_path.append(str(STATIC))
+    app.config.html_static_path.extend([str(STATIC), str(BOOK_FONT), str(BOOK_FONT_LICENSE)])
 
 
 #: extensions that do not say whether Sphinx may read pages in parallel, and why they may. One undeclared

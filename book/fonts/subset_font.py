@@ -62,6 +62,22 @@ def codepoints() -> set[int]:
     return wanted
 
 
+def rename(font: TTFont, family: str) -> None:
+    """Give a cut its own family and PostScript name (the OFL asks it of a modified version, and a
+    browser's font report can then tell the stars' cut from the text's)."""
+    postscript = family.replace(" ", "") + "-Regular"
+    for record in font["name"].names:
+        if record.nameID in (1, 16):
+            record.string = family
+        elif record.nameID == 3:
+            record.string = f"{family}; subset of Noto Sans CJK SC 1.004"
+        elif record.nameID == 4:
+            record.string = f"{family} Regular"
+        elif record.nameID == 6:
+            record.string = postscript
+    font["CFF "].cff.fontNames = [postscript]
+
+
 def main(source: str) -> None:
     font = TTFont(source)
     options = subset.Options()
@@ -73,22 +89,14 @@ def main(source: str) -> None:
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=codepoints())
     subsetter.subset(font)
-    for record in font["name"].names:
-        if record.nameID in (1, 16):
-            record.string = FAMILY
-        elif record.nameID == 3:
-            record.string = f"{FAMILY}; subset of Noto Sans CJK SC 1.004"
-        elif record.nameID == 4:
-            record.string = f"{FAMILY} Regular"
-        elif record.nameID == 6:
-            record.string = "S04SansSC-Regular"
-    font["CFF "].cff.fontNames = ["S04SansSC-Regular"]
+    rename(font, FAMILY)
     font.save(OUTPUT)
     print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size / 1e6:.1f} MB)")
 
 
 STARS = (0x2605, 0x2606)  # ★ ☆
 STARS_OUTPUT = HERE.parent / "_ext" / "static" / "s04-stars.otf"
+STARS_FAMILY = "S04 Stars"
 
 
 def stars() -> None:
@@ -100,6 +108,7 @@ def stars() -> None:
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=STARS)
     subsetter.subset(font)
+    rename(font, STARS_FAMILY)
     font.save(STARS_OUTPUT)
     print(f"wrote {STARS_OUTPUT} ({STARS_OUTPUT.stat().st_size} bytes)")
 
