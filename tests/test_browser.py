@@ -466,7 +466,6 @@ def test_screenshots_of_representative_pages(browser, site, width):
     assert not problems, "\n".join(problems)
 
 
-
 @pytest.fixture(scope="module")
 def browser_without_cjk_fonts(browser, chromium_path, tmp_path_factory):
     """The same chromium, launched as on a machine with no CJK font: fontconfig sees only DejaVu."""
