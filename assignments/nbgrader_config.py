@@ -6,9 +6,13 @@ Sources are MyST markdown (``source/<section>/<exercise>.md``, readable diffs);
 
 import os
 
+from autograder.ops.nbgrader_speedups import install as install_speedups
 from autograder.verdict.pipeline import AUTOGRADE_PREPROCESSORS, FEEDBACK_PREPROCESSORS
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
+
+# nbgrader without its `alembic heads` process per new gradebook and its schema check per cell (same decisions)
+install_speedups()
 
 c.CourseDirectory.course_id = "s04_diffsim"
 # The .md sources stay out of the release; nbgrader works on the generated notebooks.

@@ -159,22 +159,31 @@ def _child(conn: socket.socket, started: int, argv: list[str]) -> None:
         os._exit(code)
 
 
-def serve(conn: socket.socket) -> None:
-    """Answer fork requests on ``conn`` until the grading process closes it."""
+def serve(conn: socket.socket, child=None, max_fds: int = 0) -> None:
+    """Answer fork requests on ``conn`` until the grading process closes it.
+
+    A request is a JSON message (with up to ``max_fds`` descriptors); the forked child runs
+    ``child(conn, started, request, fds)``, which never returns and first writes a byte to ``started``; the
+    requester gets the child's pid and a pidfd of it. The default child is a confined kernel; the class run's
+    worker template (:mod:`autograder.ops.worker`) forks grading workers with the same loop.
+    """
+    child = child or _kernel_child
     while True:
         _reap()
         if not select.select([conn], [], [], 0.5)[0]:
             continue
-        message = conn.recv(1 << 16)
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, max_fds) if max_fds else (conn.recv(1 << 16), [], 0, 0)
         if not message:
             return  # the grader closed its end, or died
-        argv = json.loads(message)["argv"]
+        request = json.loads(message)
         started_r, started_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(started_r)
-            _child(conn, started_w, argv)
+            child(conn, started_w, request, fds)
         os.close(started_w)
+        for fd in fds:
+            os.close(fd)
         os.read(started_r, 1)  # the child is in its own process group before the grader learns its pid
         os.close(started_r)
         pidfd = os.pidfd_open(pid)
@@ -182,6 +191,10 @@ def serve(conn: socket.socket) -> None:
             socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
         finally:
             os.close(pidfd)
+
+
+def _kernel_child(conn: socket.socket, started: int, request: dict, fds: list[int]) -> None:
+    _child(conn, started, request["argv"])
 
 
 def main(argv=None) -> None:
@@ -209,10 +222,21 @@ def main(argv=None) -> None:
 # ----------------------------------------------------------------------------------------------- grader side
 
 
-class ForkedKernel:
-    """The part of ``subprocess.Popen`` that jupyter_client's ``LocalProvisioner`` uses, for a forked kernel.
+def receive(conn: socket.socket, timeout: float, what: str = "the kernel zygote") -> tuple[dict, list[int]]:
+    """One reply of a fork server (:func:`serve`): the JSON message and the descriptors that came with it."""
+    if not select.select([conn], [], [], timeout)[0]:
+        raise TimeoutError(f"no answer from {what} in {timeout:.0f} s")
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 1)
+    if not message:
+        raise ConnectionError(f"{what} has ended")
+    return json.loads(message), fds
 
-    The kernel is the zygote's child, not ours: it is held by a pidfd, which names exactly that process
+
+class ForkedProcess:
+    """The part of ``subprocess.Popen`` that jupyter_client's ``LocalProvisioner`` (and a grading worker's
+    owner) uses, for a process forked by a fork server (:func:`serve`): a kernel, or a grading worker.
+
+    The process is the server's child, not ours: it is held by a pidfd, which names exactly that process
     (a pid could be reused). Its exit status stays with its parent; :attr:`returncode` is 0 once it ended.
     """
 
@@ -273,32 +297,24 @@ class Zygote:
             )
         finally:
             theirs.close()
-        reply = self._receive(READY_TIMEOUT_S)[0]
+        reply = receive(self._conn, READY_TIMEOUT_S)[0]
         if "ready" not in reply:
             self.close()
             raise RuntimeError(f"the kernel zygote did not start: {reply.get('error', reply)}")
 
-    def _receive(self, timeout: float) -> tuple[dict, list[int]]:
-        if not select.select([self._conn], [], [], timeout)[0]:
-            raise TimeoutError(f"no answer from the kernel zygote in {timeout:.0f} s")
-        message, fds, _, _ = socket.recv_fds(self._conn, 1 << 16, 1)
-        if not message:
-            raise ConnectionError("the kernel zygote has ended")
-        return json.loads(message), fds
-
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def fork(self, launcher_args: list[str]) -> ForkedKernel:
+    def fork(self, launcher_args: list[str]) -> ForkedProcess:
         """A new kernel: the launcher run with ``launcher_args``, forked from the warm template."""
         with self._lock:
             self._conn.send(json.dumps({"argv": list(launcher_args)}).encode())
-            reply, fds = self._receive(60.0)
+            reply, fds = receive(self._conn, 60.0)
         if "pid" not in reply or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
             raise RuntimeError(f"the kernel zygote did not fork: {reply}")
-        return ForkedKernel(reply["pid"], fds[0])
+        return ForkedProcess(reply["pid"], fds[0])
 
     def close(self) -> None:
         self._conn.close()  # the zygote sees the end of its socket and exits; its kernels die with it

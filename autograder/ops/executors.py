@@ -7,7 +7,8 @@ as the job ends, so the caller stays the one writer of the ledger. A job whose g
 the same is that job's failure, never the run's. Every result carries its ``queue`` phase: seconds from the
 start of the run (or the submission to Dask) until a worker took the job.
 
-* :class:`ThreadExecutor`: ``workers`` threads of this process, one :class:`GradingWorker` each.
+* :class:`ThreadExecutor`: ``workers`` threads of this process, one :class:`GradingWorker` each, all forked
+  from one :class:`~autograder.ops.worker.WorkerTemplate` (nbgrader imported once per run, not per worker).
 * :class:`DaskExecutor`: a Dask cluster (:func:`_dask_client`), one :class:`GradingWorker` per Dask worker
   thread; Dask retries a job whose worker died.
 """
@@ -24,7 +25,7 @@ from typing import Protocol
 
 from autograder.confine.limits import Limits
 from autograder.ops.ledger import Job, JobResult
-from autograder.ops.worker import GradingWorker
+from autograder.ops.worker import GradingWorker, WorkerTemplate
 
 #: ``grade(course_dir, section, student, limits, extra_args, worker=...)``: one job in ``worker``; never raises
 GradeJob = Callable[..., JobResult]
@@ -52,10 +53,13 @@ def _result(future, job: Job) -> JobResult:
 
 
 class _WorkerPool:
-    """One long-lived :class:`GradingWorker` per thread of the class run, all stopped at the end."""
+    """One long-lived :class:`GradingWorker` per thread of the class run, forked from the run's template; all
+    stopped, and the template closed, at the end."""
 
     def __init__(self, course: Path, limits: Limits):
         self.course, self.limits = course, limits
+        # started by the run's own thread, which outlives every worker: the template dies with it
+        self.template = WorkerTemplate()
         self._local = threading.local()
         self._all: list[GradingWorker] = []
         self._lock = threading.Lock()
@@ -63,7 +67,7 @@ class _WorkerPool:
     def get(self) -> GradingWorker:
         worker = getattr(self._local, "worker", None)
         if worker is None:
-            worker = self._local.worker = GradingWorker(self.course, self.limits)
+            worker = self._local.worker = GradingWorker(self.course, self.limits, self.template)
             with self._lock:
                 self._all.append(worker)
         return worker
@@ -73,6 +77,8 @@ class _WorkerPool:
             worker.request_stop()
         for worker in self._all:
             worker.stop()
+        self._all.clear()
+        self.template.close()
 
 
 @dataclass
@@ -101,9 +107,7 @@ class ThreadExecutor:
                 futures = {threads.submit(one, job): job for job in jobs}
                 for future in as_completed(futures):
                     on_result(futures[future], _result(future, futures[future]))
-                # while the threads that started the workers still live: a worker dies with its thread
-                # (PR_SET_PDEATHSIG), so stopping it after the pool has shut down would only find it killed
-                pool.stop()
+                pool.stop()  # before the threads end: workers exit cleanly, each waiting for its zygote
         finally:
             pool.stop()
 

@@ -49,6 +49,9 @@ def prepare_gradebook(course_dir: Path) -> None:
     """
     from nbgrader.api import Gradebook
 
+    from autograder.ops.nbgrader_speedups import install
+
+    install()  # the schema revision read in this process, not by an `alembic heads` process
     config = course_directory_config(course_dir)
     with Gradebook(gradebook_url(course_dir, config), course_id=config.get("course_id") or "default_course"):
         pass

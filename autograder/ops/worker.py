@@ -17,16 +17,26 @@ kernels never see (``close_fds``), and the worker's own stdout and stderr go to 
 kernel prints can forge a job result. Per-submission state of the worker (the time budget already spent,
 the phase timers) is reset for every job.
 
+Start-up: importing nbgrader and the course's verdict costs a worker about 2.5 CPU s. A class run with
+several workers in one process pays it once: its workers are forked from one :class:`WorkerTemplate` (a
+fresh interpreter, ``python -m autograder.ops.worker --template``, which imports :data:`TEMPLATE_PRELOAD` and
+then only forks, with the kernel zygote's fork loop, :func:`autograder.confine.zygote.serve`), and a worker that
+replaces one killed past its limit starts in milliseconds. A Dask worker process grades with one worker, which
+starts as its own interpreter.
+
 Time limits: a job that runs past ``Limits.submission_timeout_s`` is ended by killing the worker and every
 process below it (and, as root, every process of the kernel users found there); the next job gets a new
-worker. A worker dies with the thread that started it (``PR_SET_PDEATHSIG``), so a killed class run leaves
-no worker grading behind a rerun's back.
+worker. A worker dies with its parent (``PR_SET_PDEATHSIG``): the thread that started it, or the template, which
+ends with the class run (its socket closes when the run's process ends); so a killed class run leaves no
+worker grading behind a rerun's back.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import io
+import json
 import logging
 import os
 import signal
@@ -39,10 +49,22 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from autograder.confine import isolation, reaper
+from autograder.confine import isolation, reaper, zygote
 from autograder.confine.limits import Limits, require_sandbox
 
 _PR_SET_PDEATHSIG = 1
+#: what the template imports once for all the workers forked from it: a job's imports and the course config's
+TEMPLATE_PRELOAD = (
+    "nbgrader.apps.autogradeapp",
+    "autograder.confine.execute",
+    "autograder.verdict.pipeline",
+    "autograder.verdict.lateness",
+    "autograder.ops.term",
+    "autograder.ops.collect",
+    "autograder.ops.nbgrader_speedups",
+    "alembic.script",
+    "jsonschema",
+)
 
 
 @dataclass
@@ -88,12 +110,16 @@ def _autograde(section: str, student: str, extra_args) -> Outcome:
     return Outcome(code, buffer.getvalue(), phases)
 
 
-def serve(conn, course_dir: str) -> None:
-    """The worker process: answer each ``(section, student, extra_args)`` on ``conn`` with an :class:`Outcome`."""
+def _die_with_parent() -> None:
     try:
         ctypes.CDLL("libc.so.6").prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+
+
+def serve(conn, course_dir: str) -> None:
+    """The worker process: answer each ``(section, student, extra_args)`` on ``conn`` with an :class:`Outcome`."""
+    _die_with_parent()
     os.chdir(course_dir)
     require_sandbox()  # fail fast, before nbgrader starts a kernel
     while True:
@@ -106,11 +132,106 @@ def serve(conn, course_dir: str) -> None:
         conn.send(_autograde(*job))
 
 
-class GradingWorker:
-    """One long-lived grading process; :meth:`grade` runs a job in it, within a wall-clock limit."""
+def _forked_worker(template_conn: socket.socket, started: int, request: dict, fds: list[int]) -> None:
+    """In a child of the template: become a worker as :meth:`GradingWorker._start` launches one. Never returns."""
+    code = 1
+    try:
+        os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
+        os.write(started, b"1")
+        os.close(started)
+        os.close(template_conn.detach())
+        job, log = fds
+        null = os.open(os.devnull, os.O_RDONLY)
+        for fd, target in ((null, 0), (log, 1), (log, 2)):
+            os.dup2(fd, target)
+        os.close(null)
+        os.close(log)
+        serve(Connection(job), request["course"])
+        zygote.close_zygote()  # what atexit does for a launched worker: wait for its kernel zygote
+        code = 0
+    except BaseException:  # noqa: BLE001 - a child must never return into the template's loop
+        import traceback
 
-    def __init__(self, course_dir: Path, limits: Limits):
-        self.course, self.limits = Path(course_dir).resolve(), limits
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def template_main(fd: int) -> None:
+    """``python -m autograder.ops.worker --template FD``: import :data:`TEMPLATE_PRELOAD`, then fork workers on FD."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the instructor's terminal ends the run, which ends us
+    for name in TEMPLATE_PRELOAD:
+        importlib.import_module(name)
+    zygote.serve(socket.socket(fileno=fd), child=_forked_worker, max_fds=2)
+
+
+class WorkerTemplate:
+    """A process that imported what every grading worker needs and forks workers on request (one per class run).
+
+    It is started by the class run's own thread and ends when :meth:`close` closes its socket, or when the
+    run's process dies; the workers forked from it die with it."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._conn, self._lock = ours, threading.Lock()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "autograder.ops.worker", "--template", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                env=_worker_environment(),
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+
+    def fork(self, course: Path, log_path: Path) -> tuple[zygote.ForkedProcess, Connection]:
+        """A new worker for ``course`` writing to ``log_path``, and the job connection to it."""
+        ours, theirs = socket.socketpair()
+        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            with self._lock:  # the first request also waits for the template's imports
+                message = json.dumps({"course": str(course)}).encode()
+                socket.send_fds(self._conn, [message], [theirs.fileno(), log])
+                reply, fds = zygote.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
+        finally:
+            theirs.close()
+            os.close(log)
+        if "pid" not in reply or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            ours.close()
+            raise RuntimeError(f"the grading worker template did not fork: {reply}")
+        return zygote.ForkedProcess(reply["pid"], fds[0]), Connection(ours.detach())
+
+    def close(self) -> None:
+        self._conn.close()  # the template sees the end of its socket and exits
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _worker_environment() -> dict:
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader calls alembic by name
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+
+
+class GradingWorker:
+    """One long-lived grading process; :meth:`grade` runs a job in it, within a wall-clock limit.
+
+    With a ``template`` (:class:`WorkerTemplate`) the process is forked from it; without one, it starts as
+    its own interpreter."""
+
+    def __init__(self, course_dir: Path, limits: Limits, template: WorkerTemplate | None = None):
+        self.course, self.limits, self.template = Path(course_dir).resolve(), limits, template
         # one log per worker: the machine, process and thread that own it (Dask workers share the course folder)
         name = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}.log"
         self.log_path = self.course / ".grading" / "logs" / "workers" / name
@@ -120,9 +241,11 @@ class GradingWorker:
         self._stop_sent = False
 
     def _start(self) -> None:
+        self._stop_sent = False
+        if self.template is not None:
+            self._process, self._conn = self.template.fork(self.course, self.log_path)
+            return
         ours, theirs = socket.socketpair()
-        bin_dir = str(Path(sys.executable).parent)  # nbgrader calls alembic by name
-        env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
         with open(self.log_path, "ab") as log:  # the worker's own output, and anything a kernel writes to it
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "autograder.ops.worker", str(self.course), str(theirs.fileno())],
@@ -131,12 +254,11 @@ class GradingWorker:
                 stdout=log,
                 stderr=log,
                 cwd=self.course,
-                env=env,
+                env=_worker_environment(),
                 start_new_session=True,
             )
         theirs.close()
         self._conn = Connection(ours.detach())
-        self._stop_sent = False
 
     def grade(self, section: str, student: str, extra_args=()) -> Outcome | None:
         """The job's outcome, or ``None`` when it ran past the limit (the worker and all below it are then ended)."""
@@ -190,6 +312,9 @@ class GradingWorker:
 
 
 if __name__ == "__main__":  # run as a module: import it by name, so that what it sends unpickles as ours
-    from autograder.ops.worker import serve as _serve
+    from autograder.ops import worker as _worker
 
-    _serve(Connection(int(sys.argv[2])), sys.argv[1])
+    if sys.argv[1] == "--template":
+        _worker.template_main(int(sys.argv[2]))
+    else:
+        _worker.serve(Connection(int(sys.argv[2])), sys.argv[1])

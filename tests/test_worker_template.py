@@ -1,0 +1,70 @@
+"""A class run's grading workers are forked from one template process (autograder/ops/worker.py).
+
+The template imports nbgrader and the verdict once; each worker is its child, in a session of its own, and
+a worker killed past its limit is replaced by a new fork. Closing the template (the run's end, or the death
+of the run's process, which closes its socket) ends every worker forked from it. No job runs here: seconds.
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+from autograder.confine.limits import Limits
+from autograder.ops.worker import GradingWorker, WorkerTemplate
+
+pytestmark = [
+    pytest.mark.nbgrader,  # starts grading workers
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):
+    template = WorkerTemplate()
+    workers = [GradingWorker(tmp_path, Limits(), template) for _ in range(2)]
+    try:
+        for worker in workers:
+            worker._start()
+        pids = [worker._process.pid for worker in workers]
+        assert [_parent(pid) for pid in pids] == [template.process.pid] * 2
+        assert [os.getsid(pid) for pid in pids] == pids  # sessions of their own, as launched workers have
+        workers[0].kill()  # as past its limit: the next job gets a new worker, forked again
+        assert not _running(pids[0]) and _running(pids[1])
+        workers[0]._start()
+        assert workers[0]._process.pid not in pids and _parent(workers[0]._process.pid) == template.process.pid
+        pids.append(workers[0]._process.pid)
+    finally:
+        template.close()
+    deadline = time.monotonic() + 10
+    while any(map(_running, pids)):
+        assert time.monotonic() < deadline, "a worker outlived its template"
+        time.sleep(0.05)
+
+
+def test_a_worker_dies_with_a_killed_template(tmp_path):
+    template = WorkerTemplate()
+    worker = GradingWorker(tmp_path, Limits(), template)
+    try:
+        worker._start()
+        pid = worker._process.pid
+        template.process.kill()  # what follows the class run's own death (PR_SET_PDEATHSIG on the template too)
+        deadline = time.monotonic() + 10
+        while _running(pid):
+            assert time.monotonic() < deadline, "the worker outlived its template"
+            time.sleep(0.05)
+    finally:
+        template.close()
