@@ -34,7 +34,7 @@ def _running(pid: int) -> bool:
 
 
 def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):
-    template = WorkerTemplate()
+    template = WorkerTemplate(tmp_path)
     workers = [GradingWorker(tmp_path, Limits(), template) for _ in range(2)]
     try:
         for worker in workers:
@@ -56,7 +56,7 @@ def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):
 
 
 def test_a_worker_dies_with_a_killed_template(tmp_path):
-    template = WorkerTemplate()
+    template = WorkerTemplate(tmp_path)
     worker = GradingWorker(tmp_path, Limits(), template)
     try:
         worker._start()

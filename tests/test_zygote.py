@@ -185,6 +185,26 @@ def test_kernels_die_with_their_zygote_and_a_new_one_takes_over():
     assert after["zygote"] != first and all(after["clean"])
 
 
+def test_a_shared_zygote_ends_the_kernels_of_a_grader_that_died_and_serves_the_others():
+    """A class run's workers share one zygote (autograder/ops/worker.py), each through a connection of its own.
+    A worker killed past its time limit takes its kernel with it, as a zygote of its own did."""
+    shared = zygote.Zygote(None)
+    try:
+        zygote.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # a first worker's
+        with confined_kernel(EXERCISE, Limits(), fork=True) as km:
+            run_sync(km.start_kernel)()
+            kernel_pid = km.provisioner.pid
+            zygote._current._conn.close()  # that worker dies: its end of the connection closes
+            assert _gone(kernel_pid, 10), "a kernel outlived the grading process that asked for it"
+        assert shared.alive()
+        zygote.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # another worker's
+        (after,) = run_cells([CHECK])
+        assert after["zygote"] == shared.process.pid and all(after["clean"])
+    finally:
+        zygote.close_zygote()
+        shared.close()
+
+
 def test_zygote_ends_with_the_grader():
     script = (
         "import os, signal\nfrom autograder.confine import zygote\n"

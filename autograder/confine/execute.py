@@ -229,3 +229,20 @@ class SafeExecute(Execute):
         if any(o.get("output_type") == "error" and o.get("ename") == TIMED_OUT for o in cell.outputs):
             self._timed_out.append(_cell_name(cell, index))
         return cell, resources
+
+
+def kernel_settings(course_dir, extra_args=()) -> tuple[bool, object]:
+    """``(fork_kernels, verified compilation cache or None)`` as :class:`SafeExecute` will see them when
+    ``nbgrader autograde ... <extra_args>`` runs in ``course_dir`` (the course's ``nbgrader_config.py`` and the
+    ``--SafeExecute.*`` arguments). The class run starts the one zygote its workers share for these; a worker
+    that sees other settings starts its own (:func:`autograder.confine.zygote.zygote_for`)."""
+    from traitlets.config import Config
+    from traitlets.config.loader import ConfigFileNotFound, KVArgParseConfigLoader, PyFileConfigLoader
+
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    except ConfigFileNotFound:
+        config = Config()
+    config.merge(KVArgParseConfigLoader([a for a in extra_args if a.startswith("--SafeExecute.")]).load_config())
+    executor = SafeExecute(config=config)
+    return executor.fork_kernels, (executor._verified_cache() if executor.fork_kernels else None)

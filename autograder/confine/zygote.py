@@ -24,7 +24,11 @@ Why a forked kernel is confined as tightly as one started from nothing (the inst
   root a kernel has a user of its own that cannot signal it;
 * the zygote sends the grader a pidfd of each kernel (``SCM_RIGHTS``), so the grader waits for and kills
   exactly that process; a kernel dies with the zygote (``PR_SET_PDEATHSIG``), and the zygote ends when the
-  grading process that started it closes its socket, or dies.
+  grading process that started it closes its socket, or dies;
+* a class run's workers share one zygote (started by their template, :mod:`autograder.ops.worker`), each
+  through a connection of its own. The zygote then ends when the last connection closes, and a kernel whose
+  grading process died (a worker killed past its time limit) is ended with everything below it and its
+  user's processes, as that worker's own zygote would have been ended with it.
 
 Linux only (pidfds, ``SOCK_SEQPACKET``). Where it is unavailable, or the zygote does not start, kernels
 are started the old way, each by its own interpreter, and the reason is logged.
@@ -49,7 +53,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.confine import landlock, launcher
+from autograder.confine import landlock, launcher, reaper
 
 #: modules every grading kernel may read (venv, course_lib, the capture side of autograder), loaded once
 PRELOAD = (
@@ -111,23 +115,33 @@ def foreign_modules() -> list[str]:
     return sorted(foreign)
 
 
-def _reap() -> None:
+def _reap() -> list[int]:
+    """Collect every child that has ended; their pids."""
+    ended = []
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return ended
         if pid == 0:
-            return
+            return ended
+        ended.append(pid)
 
 
-def _child(conn: socket.socket, started: int, argv: list[str]) -> None:
+def detach_all(conns: list[socket.socket]) -> None:
+    """In a forked child: close the server's connections, detached, so that no stale Python object closes a
+    reused descriptor number later."""
+    for conn in conns:
+        os.close(conn.detach())
+
+
+def _child(conns: list[socket.socket], started: int, argv: list[str]) -> None:
     """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
     code = 1
     try:
         os.setsid()  # its own process group and session, as a launched kernel has
         os.write(started, b"1")
-        os.close(conn.detach())  # detach, so that no stale Python object closes a reused number later
+        detach_all(conns)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `started` included: nothing leads back to the zygote
         _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process (changing user clears it again)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any new interpreter (the zygote ignores it)
@@ -159,42 +173,65 @@ def _child(conn: socket.socket, started: int, argv: list[str]) -> None:
         os._exit(code)
 
 
-def serve(conn: socket.socket, child=None, max_fds: int = 0) -> None:
-    """Answer fork requests on ``conn`` until the grading process closes it.
+def serve(conn: socket.socket, child=None, max_fds: int = 1, orphaned=None) -> None:
+    """Answer fork requests on ``conn``, and on every connection added through it, until all are closed.
 
     A request is a JSON message (with up to ``max_fds`` descriptors); the forked child runs
-    ``child(conn, started, request, fds)``, which never returns and first writes a byte to ``started``; the
-    requester gets the child's pid and a pidfd of it. The default child is a confined kernel; the class run's
-    worker template (:mod:`autograder.ops.worker`) forks grading workers with the same loop.
+    ``child(conns, started, request, fds)``, which never returns and first writes a byte to ``started``; the
+    requester gets the child's pid and a pidfd of it. ``{"connect": true}`` with one descriptor (a socket)
+    adds a connection instead: another grading process of the same class run (:meth:`Zygote.connect`). When
+    a connection closes while children it asked for still run (its grading process was killed past its time
+    limit), ``orphaned(pid, request)`` ends each. The defaults are a confined kernel and
+    :func:`_end_kernel`; the class run's worker template (:mod:`autograder.ops.worker`) forks grading workers
+    with the same loop.
     """
-    child = child or _kernel_child
-    while True:
-        _reap()
-        if not select.select([conn], [], [], 0.5)[0]:
-            continue
-        message, fds, _, _ = socket.recv_fds(conn, 1 << 16, max_fds) if max_fds else (conn.recv(1 << 16), [], 0, 0)
-        if not message:
-            return  # the grader closed its end, or died
-        request = json.loads(message)
-        started_r, started_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
+    child, orphaned = child or _kernel_child, orphaned or _end_kernel
+    running: dict[socket.socket, dict[int, dict]] = {conn: {}}  # connection -> {pid: request} of its children
+    while running:
+        ended = _reap()
+        for children in running.values():
+            for pid in ended:
+                children.pop(pid, None)
+        for ready in select.select(list(running), [], [], 0.5)[0]:
+            message, fds, _, _ = socket.recv_fds(ready, 1 << 16, max_fds)
+            if not message:  # that grading process closed its end, or died
+                for pid, request in running.pop(ready).items():
+                    orphaned(pid, request)
+                ready.close()
+                continue
+            request = json.loads(message)
+            if request.get("connect") and len(fds) == 1:
+                running[socket.socket(fileno=fds[0])] = {}
+                continue
+            started_r, started_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(started_r)
+                child(list(running), started_w, request, fds)
+            running[ready][pid] = request
+            os.close(started_w)
+            for fd in fds:
+                os.close(fd)
+            os.read(started_r, 1)  # the child is in its own process group before the grader learns its pid
             os.close(started_r)
-            child(conn, started_w, request, fds)
-        os.close(started_w)
-        for fd in fds:
-            os.close(fd)
-        os.read(started_r, 1)  # the child is in its own process group before the grader learns its pid
-        os.close(started_r)
-        pidfd = os.pidfd_open(pid)
-        try:
-            socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
-        finally:
-            os.close(pidfd)
+            pidfd = os.pidfd_open(pid)
+            try:
+                socket.send_fds(ready, [json.dumps({"pid": pid}).encode()], [pidfd])
+            finally:
+                os.close(pidfd)
 
 
-def _kernel_child(conn: socket.socket, started: int, request: dict, fds: list[int]) -> None:
-    _child(conn, started, request["argv"])
+def _kernel_child(conns: list[socket.socket], started: int, request: dict, fds: list[int]) -> None:
+    _child(conns, started, request["argv"])
+
+
+def _end_kernel(pid: int, request: dict) -> None:
+    """A kernel whose grading process is gone: end it, everything below it and, as root, every process of its
+    own user (what :meth:`autograder.ops.worker.GradingWorker.kill` does for the processes it can see)."""
+    reaper.kill_tree(pid)
+    argv = request.get("argv", [])
+    if os.geteuid() == 0 and "--uid" in argv[:-1]:
+        reaper.kill_user(int(argv[argv.index("--uid") + 1]))
 
 
 def main(argv=None) -> None:
@@ -276,9 +313,14 @@ class ForkedProcess:
 
 
 class Zygote:
-    """A running zygote for kernels that read the compilation cache ``compile_cache`` (or none)."""
+    """A running zygote for kernels that read the compilation cache ``compile_cache`` (or none).
 
-    def __init__(self, compile_cache: Path | None, extra_preload: tuple = ()):
+    ``log``: an open file for the output of the zygote and of its kernels outside their cells (default: this
+    process's own stdout and stderr). Several grading processes may share one zygote: :meth:`connect` gives
+    another process a connection of its own, which it wraps with :meth:`attached`.
+    """
+
+    def __init__(self, compile_cache: Path | None, extra_preload: tuple = (), log=None):
         self.compile_cache = compile_cache
         self.code = code_fingerprint()
         self._lock = threading.Lock()
@@ -293,6 +335,8 @@ class Zygote:
                 env=env,
                 cwd=self.home,
                 stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
                 start_new_session=True,  # a process group of its own: ending a kernel's group never reaches it
             )
         finally:
@@ -302,8 +346,43 @@ class Zygote:
             self.close()
             raise RuntimeError(f"the kernel zygote did not start: {reply.get('error', reply)}")
 
+    @classmethod
+    def attached(cls, conn: socket.socket, compile_cache: Path | None, code: tuple) -> Zygote:
+        """A zygote another process started, reached through ``conn`` (from :meth:`connect`); ``code`` is the
+        :func:`code_fingerprint` it was started with."""
+        self = cls.__new__(cls)
+        self.compile_cache, self.code, self._lock, self._conn = compile_cache, code, threading.Lock(), conn
+        self.process = self.home = None
+        return self
+
+    def connect(self) -> socket.socket:
+        """A new connection to this zygote, for another grading process (which wraps it with :meth:`attached`)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self._lock:
+                socket.send_fds(self._conn, [json.dumps({"connect": True}).encode()], [theirs.fileno()])
+        finally:
+            theirs.close()
+        return ours
+
+    def handed_over(self) -> Zygote:
+        """In a child forked from the process that holds this zygote (a class run's worker template): a
+        connection of the child's own, :meth:`attached`; the inherited one, which the parent goes on using, is
+        dropped here without a word to the zygote."""
+        own = self.connect()
+        os.close(self._conn.detach())
+        return Zygote.attached(own, self.compile_cache, self.code)
+
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if self.process is not None:
+            return self.process.poll() is None
+        with self._lock:  # attached: alive while its end of the connection has not seen the end
+            if not select.select([self._conn], [], [], 0)[0]:
+                return True
+            try:
+                return self._conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+            except OSError:
+                return False
 
     def fork(self, launcher_args: list[str]) -> ForkedProcess:
         """A new kernel: the launcher run with ``launcher_args``, forked from the warm template."""
@@ -317,7 +396,9 @@ class Zygote:
         return ForkedProcess(reply["pid"], fds[0])
 
     def close(self) -> None:
-        self._conn.close()  # the zygote sees the end of its socket and exits; its kernels die with it
+        self._conn.close()  # once every connection is closed the zygote exits; its kernels die with it
+        if self.process is None:
+            return  # attached: the process that started it waits for it
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -392,6 +473,17 @@ def zygote_for(compile_cache: Path | None, log=None) -> Zygote | None:
             if log is not None:
                 log.info("kernel zygote started in %.1f s", time.monotonic() - start)
         return _current
+
+
+def adopt(shared: Zygote) -> None:
+    """Make ``shared`` (:meth:`Zygote.attached`) this process's zygote: a grading worker forked for a class
+    run uses the run's one zygote. :func:`zygote_for` still replaces it when it does not fit (another
+    compilation cache, changed code, ended)."""
+    global _current
+    with _registry_lock:
+        if _current is not None:
+            _current.close()
+        _current = shared
 
 
 @atexit.register  # a grading process that exits normally waits for its zygote (and so counts its CPU time)

@@ -56,10 +56,10 @@ class _WorkerPool:
     """One long-lived :class:`GradingWorker` per thread of the class run, forked from the run's template; all
     stopped, and the template closed, at the end."""
 
-    def __init__(self, course: Path, limits: Limits):
+    def __init__(self, course: Path, limits: Limits, extra_args=()):
         self.course, self.limits = course, limits
         # started by the run's own thread, which outlives every worker: the template dies with it
-        self.template = WorkerTemplate()
+        self.template = WorkerTemplate(course, extra_args)
         self._local = threading.local()
         self._all: list[GradingWorker] = []
         self._lock = threading.Lock()
@@ -92,7 +92,9 @@ class ThreadExecutor:
     workers: int = 1
 
     def run(self, jobs: Sequence[Job], on_result: OnResult) -> None:
-        pool = _WorkerPool(self.course, self.limits)
+        if not jobs:
+            return  # no template, no zygote: nothing to grade
+        pool = _WorkerPool(self.course, self.limits, self.extra_args)
         began = time.perf_counter()
 
         def one(job: Job) -> JobResult:

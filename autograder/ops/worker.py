@@ -21,8 +21,9 @@ Start-up: importing nbgrader and the course's verdict costs a worker about 2.5 C
 several workers in one process pays it once: its workers are forked from one :class:`WorkerTemplate` (a
 fresh interpreter, ``python -m autograder.ops.worker --template``, which imports :data:`TEMPLATE_PRELOAD` and
 then only forks, with the kernel zygote's fork loop, :func:`autograder.confine.zygote.serve`), and a worker that
-replaces one killed past its limit starts in milliseconds. A Dask worker process grades with one worker, which
-starts as its own interpreter.
+replaces one killed past its limit starts in milliseconds. The template also starts the run's one kernel
+zygote (JAX and ``course_lib`` imported once per run, not per worker); each worker it forks gets a connection
+of its own to it. A Dask worker process grades with one worker, which starts as its own interpreter and zygote.
 
 Time limits: a job that runs past ``Limits.submission_timeout_s`` is ended by killing the worker and every
 process below it (and, as root, every process of the kernel users found there); the next job gets a new
@@ -34,6 +35,7 @@ worker grading behind a rerun's back.
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import io
 import json
@@ -132,14 +134,22 @@ def serve(conn, course_dir: str) -> None:
         conn.send(_autograde(*job))
 
 
-def _forked_worker(template_conn: socket.socket, started: int, request: dict, fds: list[int]) -> None:
-    """In a child of the template: become a worker as :meth:`GradingWorker._start` launches one. Never returns."""
+def _forked_worker(
+    template: int, kernels, conns: list[socket.socket], started: int, request: dict, fds: list[int]
+) -> None:
+    """In a child of the template (pid ``template``): become a worker as :meth:`GradingWorker._start` launches
+    one, its kernels forked from the run's zygote ``kernels`` (if any). Never returns."""
     code = 1
     try:
+        _die_with_parent()  # before the grader learns our pid: it may end the template at once
+        if os.getppid() != template:
+            return
         os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
         os.write(started, b"1")
         os.close(started)
-        os.close(template_conn.detach())
+        zygote.detach_all(conns)
+        if kernels is not None:
+            zygote.adopt(kernels.handed_over())
         job, log = fds
         null = os.open(os.devnull, os.O_RDONLY)
         for fd, target in ((null, 0), (log, 1), (log, 2)):
@@ -162,32 +172,69 @@ def _forked_worker(template_conn: socket.socket, started: int, request: dict, fd
         os._exit(code)
 
 
-def template_main(fd: int) -> None:
-    """``python -m autograder.ops.worker --template FD``: import :data:`TEMPLATE_PRELOAD`, then fork workers on FD."""
+def _run_zygote(course: str, extra_args: list[str]):
+    """The kernel zygote every worker of the run shares, for the run's settings; None where kernels are
+    launched, or it did not start (each worker then starts its own, as a launched worker does)."""
+    from autograder.confine.execute import kernel_settings
+
+    try:
+        fork, cache = kernel_settings(course, extra_args)
+        return zygote.Zygote(cache) if fork and zygote.available() else None
+    except Exception:  # noqa: BLE001 - the workers start zygotes of their own (and log why, if it fails again)
+        logging.getLogger("autograder.worker").exception("no shared kernel zygote")
+        return None
+
+
+def template_main(fd: int, course: str, extra_args: list[str]) -> None:
+    """``python -m autograder.ops.worker --template FD COURSE [ARG ...]``: import :data:`TEMPLATE_PRELOAD`, start
+    the run's kernel zygote for the nbgrader arguments ARG, then fork workers on FD until it closes."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the instructor's terminal ends the run, which ends us
     for name in TEMPLATE_PRELOAD:
         importlib.import_module(name)
-    zygote.serve(socket.socket(fileno=fd), child=_forked_worker, max_fds=2)
+    kernels = _run_zygote(course, extra_args)
+    try:
+        zygote.serve(
+            socket.socket(fileno=fd),
+            child=functools.partial(_forked_worker, os.getpid(), kernels),
+            max_fds=2,
+            orphaned=lambda pid, request: reaper.kill_tree(pid),  # with its zygote connection: its kernels end too
+        )
+    finally:
+        if kernels is not None:
+            kernels.close()
 
 
 class WorkerTemplate:
-    """A process that imported what every grading worker needs and forks workers on request (one per class run).
+    """What every grading worker of one class run shares: a process that imported what a worker needs and
+    forks workers on request, and the one kernel zygote they all fork their kernels from.
 
-    It is started by the class run's own thread and ends when :meth:`close` closes its socket, or when the
-    run's process dies; the workers forked from it die with it."""
+    ``course``, ``extra_args``: the run's course folder and nbgrader arguments (which say whether kernels are
+    forked, and from which compilation cache). Started by the class run's own thread; ends when :meth:`close`
+    closes its socket, or when the run's process dies; the workers forked from it die with it. Its output, and
+    its zygote's, goes to a log of its own beside the workers' logs."""
 
-    def __init__(self):
+    def __init__(self, course: Path, extra_args=()):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._conn, self._lock = ours, threading.Lock()
+        course = Path(course).resolve()
+        log_path = course / ".grading" / "logs" / "workers" / f"{socket.gethostname()}-{os.getpid()}-template.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.ops.worker", "--template", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                env=_worker_environment(),
-                start_new_session=True,
-            )
+            with open(log_path, "ab") as log:
+                self.process = subprocess.Popen(
+                    [
+                        *(sys.executable, "-m", "autograder.ops.worker", "--template", str(theirs.fileno())),
+                        *(str(course), *extra_args),
+                    ],
+                    pass_fds=[theirs.fileno()],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd=course,
+                    env=_worker_environment(),
+                    start_new_session=True,
+                )
         finally:
             theirs.close()
 
@@ -315,6 +362,6 @@ if __name__ == "__main__":  # run as a module: import it by name, so that what i
     from autograder.ops import worker as _worker
 
     if sys.argv[1] == "--template":
-        _worker.template_main(int(sys.argv[2]))
+        _worker.template_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
     else:
         _worker.serve(Connection(int(sys.argv[2])), sys.argv[1])
