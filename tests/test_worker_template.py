@@ -68,3 +68,19 @@ def test_a_worker_dies_with_a_killed_template(tmp_path):
             time.sleep(0.05)
     finally:
         template.close()
+
+
+def test_when_the_template_fails_workers_are_launched_instead(tmp_path):
+    template = WorkerTemplate(tmp_path)
+    first, second = (GradingWorker(tmp_path, Limits(), template) for _ in range(2))
+    try:
+        first._start()
+        template.process.kill()
+        template.process.wait()
+        second._start()  # the template is gone: this worker starts as its own interpreter, and grades as one
+        assert _parent(second._process.pid) == os.getpid()
+        assert "failed" in template._failed
+    finally:
+        for worker in (first, second):
+            worker.kill()
+        template.close()

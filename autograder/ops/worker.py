@@ -215,38 +215,57 @@ class WorkerTemplate:
     its zygote's, goes to a log of its own beside the workers' logs."""
 
     def __init__(self, course: Path, extra_args=()):
+        self.course, self.extra_args = Path(course).resolve(), tuple(extra_args)
+        self._lock = threading.Lock()
+        self._conn = self.process = None
+        self._failed = ""  # why the template failed once: its workers are launched from then on
+
+    def _start(self) -> None:
+        """Start the template process (on the first :meth:`fork`: a run whose jobs never need a worker starts none)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._conn, self._lock = ours, threading.Lock()
-        course = Path(course).resolve()
-        log_path = course / ".grading" / "logs" / "workers" / f"{socket.gethostname()}-{os.getpid()}-template.log"
+        host = socket.gethostname()
+        log_path = self.course / ".grading" / "logs" / "workers" / f"{host}-{os.getpid()}-template.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with open(log_path, "ab") as log:
                 self.process = subprocess.Popen(
                     [
                         *(sys.executable, "-m", "autograder.ops.worker", "--template", str(theirs.fileno())),
-                        *(str(course), *extra_args),
+                        *(str(self.course), *self.extra_args),
                     ],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
-                    cwd=course,
+                    cwd=self.course,
                     env=_worker_environment(),
                     start_new_session=True,
                 )
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
+        self._conn = ours
 
     def fork(self, course: Path, log_path: Path) -> tuple[zygote.ForkedProcess, Connection]:
-        """A new worker for ``course`` writing to ``log_path``, and the job connection to it."""
+        """A new worker for ``course`` writing to ``log_path``, and the job connection to it. Raises
+        ``RuntimeError`` when the template failed (then, and from then on, without waiting again)."""
         ours, theirs = socket.socketpair()
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             with self._lock:  # the first request also waits for the template's imports
-                message = json.dumps({"course": str(course)}).encode()
-                socket.send_fds(self._conn, [message], [theirs.fileno(), log])
-                reply, fds = zygote.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
+                if self._failed:
+                    raise RuntimeError(self._failed)
+                try:
+                    if self.process is None:
+                        self._start()
+                    message = json.dumps({"course": str(course)}).encode()
+                    socket.send_fds(self._conn, [message], [theirs.fileno(), log])
+                    reply, fds = zygote.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
+                except OSError as exc:
+                    self._failed = f"the grading worker template failed: {type(exc).__name__}: {exc}"
+                    raise RuntimeError(self._failed) from exc
         finally:
             theirs.close()
             os.close(log)
@@ -258,6 +277,8 @@ class WorkerTemplate:
         return zygote.ForkedProcess(reply["pid"], fds[0]), Connection(ours.detach())
 
     def close(self) -> None:
+        if self.process is None:
+            return
         self._conn.close()  # the template sees the end of its socket and exits
         try:
             self.process.wait(10)
@@ -290,8 +311,11 @@ class GradingWorker:
     def _start(self) -> None:
         self._stop_sent = False
         if self.template is not None:
-            self._process, self._conn = self.template.fork(self.course, self.log_path)
-            return
+            try:
+                self._process, self._conn = self.template.fork(self.course, self.log_path)
+                return
+            except RuntimeError as exc:  # a dead or hung template: this worker starts on its own
+                logging.getLogger("autograder.worker").warning("worker template failed (%s); launching a worker", exc)
         ours, theirs = socket.socketpair()
         with open(self.log_path, "ab") as log:  # the worker's own output, and anything a kernel writes to it
             self._process = subprocess.Popen(
