@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from autograder.confine import reaper
 from autograder.confine.limits import Limits
 from autograder.ops.worker import GradingWorker, WorkerTemplate
 
@@ -26,11 +27,8 @@ def _parent(pid: int) -> int:
 
 
 def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
+    found = reaper.process(pid)
+    return found is not None and reaper.alive(found)
 
 
 def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):

@@ -135,32 +135,17 @@ def detach_all(conns: list[socket.socket]) -> None:
         os.close(conn.detach())
 
 
-def _child(conns: list[socket.socket], started: int, argv: list[str]) -> None:
-    """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
+def exit_child(body) -> None:
+    """In a child forked by a fork server (:func:`serve`): run ``body()``, then end the process, never returning
+    into the server's loop. Exit code 0 when it returns, a ``SystemExit``'s code, 1 after any other exception
+    (its traceback on stderr)."""
     code = 1
     try:
-        os.setsid()  # its own process group and session, as a launched kernel has
-        os.write(started, b"1")
-        detach_all(conns)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `started` included: nothing leads back to the zygote
-        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process (changing user clears it again)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any new interpreter (the zygote ignores it)
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:  # the zygote's legacy numpy stream would otherwise repeat in every kernel
-            numpy.random.seed()
-        tempfile.tempdir = None  # TMPDIR is the kernel's own scratch folder, not the zygote's
-        zygote = os.getppid()
-
-        def die_with_zygote() -> None:  # after the user change, which clears PDEATHSIG
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != zygote:
-                os._exit(1)
-
-        launcher.main(argv, before_kernel=die_with_zygote)
+        body()
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except BaseException:  # noqa: BLE001 - a child must never return into the zygote's loop
+    except BaseException:  # noqa: BLE001 - a child must never return into the server's loop
         import traceback
 
         traceback.print_exc()
@@ -171,6 +156,32 @@ def _child(conns: list[socket.socket], started: int, argv: list[str]) -> None:
             except Exception:  # noqa: BLE001
                 pass
         os._exit(code)
+
+
+def _child(conns: list[socket.socket], started: int, argv: list[str]) -> None:
+    """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
+    exit_child(lambda: _become_kernel(conns, started, argv))
+
+
+def _become_kernel(conns: list[socket.socket], started: int, argv: list[str]) -> None:
+    os.setsid()  # its own process group and session, as a launched kernel has
+    os.write(started, b"1")
+    detach_all(conns)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # `started` included: nothing leads back to the zygote
+    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # as a fresh process (changing user clears it again)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any new interpreter (the zygote ignores it)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:  # the zygote's legacy numpy stream would otherwise repeat in every kernel
+        numpy.random.seed()
+    tempfile.tempdir = None  # TMPDIR is the kernel's own scratch folder, not the zygote's
+    zygote = os.getppid()
+
+    def die_with_zygote() -> None:  # after the user change, which clears PDEATHSIG
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != zygote:
+            os._exit(1)
+
+    launcher.main(argv, before_kernel=die_with_zygote)
 
 
 def serve(conn: socket.socket, child=None, max_fds: int = 1, orphaned=None) -> None:

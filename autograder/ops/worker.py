@@ -139,37 +139,27 @@ def _forked_worker(
 ) -> None:
     """In a child of the template (pid ``template``): become a worker as :meth:`GradingWorker._start` launches
     one, its kernels forked from the run's zygote ``kernels`` (if any). Never returns."""
-    code = 1
-    try:
-        _die_with_parent()  # before the grader learns our pid: it may end the template at once
-        if os.getppid() != template:
-            return
-        os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
-        os.write(started, b"1")
-        os.close(started)
-        zygote.detach_all(conns)
-        if kernels is not None:
-            zygote.adopt(kernels.handed_over())
-        job, log = fds
-        null = os.open(os.devnull, os.O_RDONLY)
-        for fd, target in ((null, 0), (log, 1), (log, 2)):
-            os.dup2(fd, target)
-        os.close(null)
-        os.close(log)
-        serve(Connection(job), request["course"])
-        zygote.close_zygote()  # what atexit does for a launched worker: wait for its kernel zygote
-        code = 0
-    except BaseException:  # noqa: BLE001 - a child must never return into the template's loop
-        import traceback
+    zygote.exit_child(lambda: _become_worker(template, kernels, conns, started, request, fds))
 
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
-        os._exit(code)
+
+def _become_worker(template: int, kernels, conns: list[socket.socket], started: int, request: dict, fds) -> None:
+    _die_with_parent()  # before the grader learns our pid: it may end the template at once
+    if os.getppid() != template:
+        raise SystemExit(1)
+    os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
+    os.write(started, b"1")
+    os.close(started)
+    zygote.detach_all(conns)
+    if kernels is not None:
+        zygote.adopt(kernels.handed_over())
+    job, log = fds
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, target in ((null, 0), (log, 1), (log, 2)):
+        os.dup2(fd, target)
+    os.close(null)
+    os.close(log)
+    serve(Connection(job), request["course"])
+    zygote.close_zygote()  # what atexit does for a launched worker: wait for its kernel zygote
 
 
 def _run_zygote(course: str, extra_args: list[str]):
@@ -227,20 +217,8 @@ class WorkerTemplate:
         log_path = self.course / ".grading" / "logs" / "workers" / f"{host}-{os.getpid()}-template.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(log_path, "ab") as log:
-                self.process = subprocess.Popen(
-                    [
-                        *(sys.executable, "-m", "autograder.ops.worker", "--template", str(theirs.fileno())),
-                        *(str(self.course), *self.extra_args),
-                    ],
-                    pass_fds=[theirs.fileno()],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    cwd=self.course,
-                    env=_worker_environment(),
-                    start_new_session=True,
-                )
+            args = ["--template", str(theirs.fileno()), str(self.course), *self.extra_args]
+            self.process = _launch(args, theirs.fileno(), log_path, self.course)
         except BaseException:
             ours.close()
             raise
@@ -287,9 +265,22 @@ class WorkerTemplate:
             self.process.wait()
 
 
-def _worker_environment() -> dict:
+def _launch(args: list[str], fd: int, log_path: Path, cwd: Path) -> subprocess.Popen:
+    """``python -m autograder.ops.worker ARGS`` (a worker, or the template) with ``fd`` passed, its output to
+    ``log_path``, in a session of its own."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader calls alembic by name
-    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "autograder.ops.worker", *args],
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
 
 
 class GradingWorker:
@@ -317,17 +308,8 @@ class GradingWorker:
             except RuntimeError as exc:  # a dead or hung template: this worker starts on its own
                 logging.getLogger("autograder.worker").warning("worker template failed (%s); launching a worker", exc)
         ours, theirs = socket.socketpair()
-        with open(self.log_path, "ab") as log:  # the worker's own output, and anything a kernel writes to it
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "autograder.ops.worker", str(self.course), str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=self.course,
-                env=_worker_environment(),
-                start_new_session=True,
-            )
+        # the worker's own output, and anything a kernel writes to it, go to its log
+        self._process = _launch([str(self.course), str(theirs.fileno())], theirs.fileno(), self.log_path, self.course)
         theirs.close()
         self._conn = Connection(ours.detach())
 
