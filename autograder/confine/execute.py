@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from pathlib import Path
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -231,7 +232,7 @@ class SafeExecute(Execute):
         return cell, resources
 
 
-def kernel_settings(course_dir, extra_args=()) -> tuple[bool, object]:
+def kernel_settings(course_dir, extra_args=()) -> tuple[bool, Path | None]:
     """``(fork_kernels, verified compilation cache or None)`` as :class:`SafeExecute` will see them when
     ``nbgrader autograde ... <extra_args>`` runs in ``course_dir`` (the course's ``nbgrader_config.py`` and the
     ``--SafeExecute.*`` arguments). The class run starts the one zygote its workers share for these; a worker

@@ -158,11 +158,6 @@ def exit_child(body) -> None:
         os._exit(code)
 
 
-def _child(conns: list[socket.socket], started: int, argv: list[str]) -> None:
-    """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
-    exit_child(lambda: _become_kernel(conns, started, argv))
-
-
 def _become_kernel(conns: list[socket.socket], started: int, argv: list[str]) -> None:
     os.setsid()  # its own process group and session, as a launched kernel has
     os.write(started, b"1")
@@ -233,7 +228,8 @@ def serve(conn: socket.socket, child=None, max_fds: int = 1, orphaned=None) -> N
 
 
 def _kernel_child(conns: list[socket.socket], started: int, request: dict, fds: list[int]) -> None:
-    _child(conns, started, request["argv"])
+    """In the forked child: drop everything of the zygote, then become a confined kernel. Never returns."""
+    exit_child(lambda: _become_kernel(conns, started, request["argv"]))
 
 
 def _end_kernel(pid: int, request: dict) -> None:
@@ -326,12 +322,11 @@ class ForkedProcess:
 class Zygote:
     """A running zygote for kernels that read the compilation cache ``compile_cache`` (or none).
 
-    ``log``: an open file for the output of the zygote and of its kernels outside their cells (default: this
-    process's own stdout and stderr). Several grading processes may share one zygote: :meth:`connect` gives
-    another process a connection of its own, which it wraps with :meth:`attached`.
+    Several grading processes may share one zygote: :meth:`connect` gives another process a connection of its
+    own, which it wraps with :meth:`attached`.
     """
 
-    def __init__(self, compile_cache: Path | None, extra_preload: tuple = (), log=None):
+    def __init__(self, compile_cache: Path | None, extra_preload: tuple = ()):
         self.compile_cache = compile_cache
         self.code = code_fingerprint()
         self._lock = threading.Lock()
@@ -346,8 +341,6 @@ class Zygote:
                 env=env,
                 cwd=self.home,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
                 start_new_session=True,  # a process group of its own: ending a kernel's group never reaches it
             )
         finally:

@@ -58,8 +58,7 @@ class _WorkerPool:
 
     def __init__(self, course: Path, limits: Limits, extra_args=()):
         self.course, self.limits = course, limits
-        # started by the run's own thread, which outlives every worker: the template dies with it
-        self.template = WorkerTemplate(course, extra_args)
+        self.template = WorkerTemplate(course, extra_args)  # its process starts with the first worker
         self._local = threading.local()
         self._all: list[GradingWorker] = []
         self._lock = threading.Lock()
@@ -109,7 +108,9 @@ class ThreadExecutor:
                 futures = {threads.submit(one, job): job for job in jobs}
                 for future in as_completed(futures):
                     on_result(futures[future], _result(future, futures[future]))
-                pool.stop()  # before the threads end: workers exit cleanly, each waiting for its zygote
+                # while the pool's threads live: the template dies with the thread that started it
+                # (PR_SET_PDEATHSIG), and its workers with it, so stopping them after shutdown would find them killed
+                pool.stop()
         finally:
             pool.stop()
 

@@ -64,8 +64,6 @@ TEMPLATE_PRELOAD = (
     "autograder.ops.term",
     "autograder.ops.collect",
     "autograder.ops.nbgrader_speedups",
-    "alembic.script",
-    "jsonschema",
 )
 
 
@@ -200,8 +198,9 @@ class WorkerTemplate:
     forks workers on request, and the one kernel zygote they all fork their kernels from.
 
     ``course``, ``extra_args``: the run's course folder and nbgrader arguments (which say whether kernels are
-    forked, and from which compilation cache). Started by the class run's own thread; ends when :meth:`close`
-    closes its socket, or when the run's process dies; the workers forked from it die with it. Its output, and
+    forked, and from which compilation cache). Started on the first :meth:`fork`, by that worker's thread (it
+    dies with that thread, ``PR_SET_PDEATHSIG``: a pool thread, which lives until the pool shuts down); ends
+    when :meth:`close` closes its socket, or when the run's process dies; the workers forked from it die with it. Its output, and
     its zygote's, goes to a log of its own beside the workers' logs."""
 
     def __init__(self, course: Path, extra_args=()):
@@ -226,8 +225,8 @@ class WorkerTemplate:
             theirs.close()
         self._conn = ours
 
-    def fork(self, course: Path, log_path: Path) -> tuple[zygote.ForkedProcess, Connection]:
-        """A new worker for ``course`` writing to ``log_path``, and the job connection to it. Raises
+    def fork(self, log_path: Path) -> tuple[zygote.ForkedProcess, Connection]:
+        """A new worker for the run's course, writing to ``log_path``, and the job connection to it. Raises
         ``RuntimeError`` when the template failed (then, and from then on, without waiting again)."""
         ours, theirs = socket.socketpair()
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -238,7 +237,7 @@ class WorkerTemplate:
                 try:
                     if self.process is None:
                         self._start()
-                    message = json.dumps({"course": str(course)}).encode()
+                    message = json.dumps({"course": str(self.course)}).encode()
                     socket.send_fds(self._conn, [message], [theirs.fileno(), log])
                     reply, fds = zygote.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
                 except OSError as exc:
@@ -303,7 +302,7 @@ class GradingWorker:
         self._stop_sent = False
         if self.template is not None:
             try:
-                self._process, self._conn = self.template.fork(self.course, self.log_path)
+                self._process, self._conn = self.template.fork(self.log_path)
                 return
             except RuntimeError as exc:  # a dead or hung template: this worker starts on its own
                 logging.getLogger("autograder.worker").warning("worker template failed (%s); launching a worker", exc)
