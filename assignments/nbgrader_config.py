@@ -42,6 +42,12 @@ c.SafeExecute.compile_cache = os.path.join(os.path.dirname(os.path.abspath(__fil
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
 
+# `nbgrader collect` from an exchange (and formgrader's collect button): whose work a submission is and when it
+# was handed in come from its files' owner and change times, not from the folder name or timestamp.txt a
+# student can write; impostors and backdated claims are reported and journalled (autograder/ops/exchange_collect.py).
+# On a hub where all students share one Unix account, add: c.ExchangeCollect.check_owner = False
+c.ExchangeFactory.collect = "autograder.ops.exchange_collect.VettedCollect"
+
 # `nbgrader zip_collect` (LMS downloads, see `python -m autograder collect`): which student a file
 # belongs to is read from its path; the rule and examples are in autograder/ops/collect.py.
 from autograder.ops.collect import EXTRACTOR, NAMED_REGEXP  # noqa: E402

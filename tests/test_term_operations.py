@@ -167,8 +167,9 @@ def test_a_regrade_request_goes_from_the_form_to_the_next_feedback(term_course, 
         ("r2", points, points),
     ]
 
-    with pytest.raises(ValueError, match="outside"):
-        decide(term_course, "r1", points + 1, "多给")
+    for bad in (points + 1, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="outside"):
+            decide(term_course, "r1", bad, "多给")
     decide(term_course, "r1", points, "复核后确认你的写法正确：评分时的常见错误判断有误。")
     decide(term_course, "r2", None, "该单元已经满分；迟交扣分按课程规则执行。")
     assert open_requests(term_course) == []

@@ -132,7 +132,7 @@ def cmd_extend(args):
 
     section = _sections(argparse.Namespace(sections=[args.section]))[0]
     try:
-        grant = grant_extension(COURSE, section, args.student, args.hours, args.reason)
+        grant = grant_extension(COURSE, section, args.student, args.hours, args.reason, new_student=args.new_student)
     except ValueError as exc:
         raise SystemExit(f"extend: {exc}") from None
     done = f"延期 {grant.hours:g} 小时" if grant.hours else "撤销延期"
@@ -150,8 +150,10 @@ def cmd_regrade(args):
             for problem in imported.problems:
                 print(f"没有收下 {problem}")
             print(f"收下 {len(imported.added)} 条申请，{len(imported.problems)} 行有问题（见上）")
+            if imported.problems:  # the valid rows are kept; the exit status tells a script some were not
+                raise SystemExit(f"regrade: {len(imported.problems)} 行没有收下：改正这些行后单独再导入")
         elif args.action == "list":
-            pending = open_requests(COURSE, args.sections or None)
+            pending = open_requests(COURSE, _sections(args) if args.sections else None)
             for o in pending:
                 r = o.request
                 print(
@@ -197,8 +199,12 @@ EXPORT_DEFAULT_TO = {"csv": "grades.csv", "canvas": "grades-canvas.csv", "moodle
 
 
 def cmd_export(args):
-    _apply_term()  # penalties from the scores as they are now, manual grades included
     to = args.to or EXPORT_DEFAULT_TO[args.format]
+    target = Path(to).resolve()
+    if target.is_dir() or not target.parent.is_dir():
+        raise SystemExit(f"export: --to {to} must name a file in an existing folder")
+    sections = _sections(args) if args.sections else None  # checked before anything is written
+    _apply_term()  # penalties from the scores as they are now, manual grades included
     if args.format == "csv":
         if args.sections:
             raise SystemExit(
@@ -209,7 +215,6 @@ def cmd_export(args):
         return
     from autograder.ops.lms_grades import export_lines, write_canvas_csv, write_moodle_csv
 
-    sections = _sections(args) if args.sections else None  # default: every assignment in the gradebook
     write = write_canvas_csv if args.format == "canvas" else write_moodle_csv
     for line in export_lines(write(COURSE, Path(to), sections), args.format):
         print(line)
@@ -223,9 +228,23 @@ def cmd_similarity(args):
 
 
 def cmd_collect(args):
+    section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    if args.exchange:
+        if args.zip or args.force:
+            raise SystemExit(
+                "collect: --exchange takes neither --zip nor --force (newer submissions replace older ones)"
+            )
+        from autograder.ops.exchange_collect import collect_lines
+
+        try:
+            lines = collect_lines(COURSE, section)
+        except RuntimeError as exc:  # nbgrader's own complaint (no exchange, no such course): its last line
+            raise SystemExit(f"collect: {str(exc).strip().splitlines()[-1]}") from None
+        for line in lines:
+            print(line)
+        return
     from autograder.ops.collect import collect, report_lines
 
-    section = _sections(argparse.Namespace(sections=[args.section]))[0]
     for line in report_lines(collect(COURSE, section, Path(args.zip) if args.zip else None, force=args.force)):
         print(line)
 
@@ -308,7 +327,7 @@ def main(argv=None):
         ("regrade", cmd_regrade, "regrade requests: import a form's CSV, list the open ones, decide one"),
         ("extend", cmd_extend, "grant a student an extension on one section, with a reason (recorded)"),
         ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
-        ("collect", cmd_collect, "collect an LMS download (zip) with nbgrader zip_collect into submitted/"),
+        ("collect", cmd_collect, "collect from the exchange (--exchange) or an LMS download (--zip) into submitted/"),
         ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
         ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
         ("similarity", cmd_similarity, "students' code per exercise for MOSS, JPlag and Dolos (plagiarism checks)"),
@@ -340,6 +359,11 @@ def main(argv=None):
             p.add_argument("student", help="the student id")
             p.add_argument("--hours", type=float, required=True, help="hours past the due date (0 withdraws)")
             p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
+            p.add_argument(
+                "--new-student",
+                action="store_true",
+                help="the student has handed in nothing yet (not in the gradebook)",
+            )
         elif name == "term":
             pass
         elif name == "regrade":
@@ -357,6 +381,11 @@ def main(argv=None):
             a.add_argument("--reason", required=True, help="why (the student reads it)")
         elif name == "collect":
             p.add_argument("section", help="the assignment (section) the download belongs to")
+            p.add_argument(
+                "--exchange",
+                action="store_true",
+                help="collect from nbgrader's exchange (nbgrader collect --update), owner and times checked",
+            )
             p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")
             p.add_argument("--force", action="store_true", help="replace submissions already in submitted/")
         else:

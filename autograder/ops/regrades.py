@@ -74,15 +74,22 @@ def import_requests(course_dir: Path, path: Path, source: str | None = None) -> 
     """Read a form's CSV export; keep every valid, new row as a request."""
     from nbgrader.api import Gradebook
 
-    with open(path, encoding="utf-8-sig", newline="") as f:  # an LMS may write a BOM
-        reader = csv.DictReader(f)
-        columns = {}
-        for key, names in HEADERS.items():
-            match = [h for h in reader.fieldnames or [] if h and h.strip().lower() in names]
-            if not match:
-                raise ValueError(f"{path}: no column {' or '.join(names)} (columns: {reader.fieldnames})")
-            columns[key] = match[0]
-        rows = [(n, {k: (row.get(c) or "").strip() for k, c in columns.items()}) for n, row in enumerate(reader, 2)]
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # an LMS may write a BOM
+            reader = csv.DictReader(f)
+            columns = {}
+            for key, names in HEADERS.items():
+                match = [h for h in reader.fieldnames or [] if h and h.strip().lower() in names]
+                if not match:
+                    raise ValueError(f"{path}: no column {' or '.join(names)} (columns: {reader.fieldnames})")
+                columns[key] = match[0]
+            rows = [(n, {k: (row.get(c) or "").strip() for k, c in columns.items()}) for n, row in enumerate(reader, 2)]
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f'{path} is not UTF-8 text: export the form as "CSV UTF-8" and import that') from None
+    except csv.Error as exc:
+        raise ValueError(f"{path} is not a CSV file ({exc})") from None
     requests, _ = read_regrades(course_dir)
     seen = {(r.section, r.student, r.notebook, r.cell, r.reason) for r in requests.values()}
     added, problems = [], []

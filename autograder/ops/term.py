@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
+import re
 import tomllib
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
@@ -30,6 +32,10 @@ from autograder.verdict.lateness import LatePolicy
 
 TERM_FILE = "term.toml"
 EXTENSIONS_FILE = Path(".grading") / "audit" / "extensions.jsonl"
+#: the longest extension, hard deadline or lateness a term can mean: half a year
+MAX_DAYS = 183
+#: a student id: what nbgrader accepts in a folder name (no separators, spaces or control characters)
+STUDENT_ID = re.compile(r"[^\s/\\]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,12 @@ class Term:
 
 
 def _aware(section: str, text) -> datetime:
+    if isinstance(text, datetime):  # TOML's own date-time literal (unquoted)
+        text = text.isoformat()
+    if not isinstance(text, str):
+        raise ValueError(f"{TERM_FILE}: due date of {section} must be a date and time, got {text!r}")
     try:
-        when = datetime.fromisoformat(str(text))
+        when = datetime.fromisoformat(text)
     except ValueError as exc:
         raise ValueError(f"{TERM_FILE}: due date of {section} is not an ISO 8601 time: {text!r}") from exc
     if when.tzinfo is None:
@@ -51,26 +61,56 @@ def _aware(section: str, text) -> datetime:
     return when
 
 
+def _number(path: Path, key: str, value, low: float, high: float) -> float:
+    """``value`` as a float in ``[low, high]``, or a ValueError that names the setting and the fix."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{path}: {key} must be a number, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{path}: {key} must lie between {low:g} and {high:g}, got {value!r}")
+    return float(value)
+
+
+def _table(path: Path, raw: dict, key: str) -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: [{key}] must be a table (a [{key}] heading with one setting per line)")
+    return value
+
+
 def load_term(course_dir: Path) -> Term:
-    """Read and check ``<course_dir>/term.toml``; a missing file is a term without due dates or penalties."""
+    """Read and check ``<course_dir>/term.toml``; a missing file is a term without due dates or penalties.
+
+    Anything the term cannot mean (an unknown setting or section, a number that is not finite or out of
+    range, a due date without a UTC offset) is a ValueError naming the setting, before anything is written.
+    """
+    from autograder.authoring.sections import SECTIONS
+
     path = Path(course_dir) / TERM_FILE
     if not path.is_file():
         return Term(8.0, {}, LatePolicy())
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
-    late = raw.get("late_policy", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a valid TOML file ({exc})") from exc
+    unknown = set(raw) - {"utc_offset_hours", "due", "late_policy"}
+    if unknown:
+        raise ValueError(f"{path}: unknown setting(s) {sorted(unknown)}; known: utc_offset_hours, [due], [late_policy]")
+    late = _table(path, raw, "late_policy")
     unknown = set(late) - {"percent_per_day", "cap_percent", "hard_deadline_days"}
     if unknown:
         raise ValueError(f"{path}: unknown late_policy setting(s) {sorted(unknown)}")
+    deadline = late.get("hard_deadline_days")
     policy = LatePolicy(
-        float(late.get("percent_per_day", 0.0)),
-        float(late.get("cap_percent", 100.0)),
-        None if late.get("hard_deadline_days") is None else float(late["hard_deadline_days"]),
+        _number(path, "percent_per_day", late.get("percent_per_day", 0.0), 0, 100),
+        _number(path, "cap_percent", late.get("cap_percent", 100.0), 0, 100),
+        None if deadline is None else _number(path, "hard_deadline_days", deadline, 0, MAX_DAYS),
     )
-    due = {section: _aware(section, text) for section, text in raw.get("due", {}).items()}
-    return Term(float(raw.get("utc_offset_hours", 8.0)), due, policy)
+    due_table = _table(path, raw, "due")
+    unknown = sorted(set(due_table) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"{path}: [due] names unknown section(s) {unknown}; the sections: {', '.join(SECTIONS)}")
+    due = {section: _aware(section, text) for section, text in due_table.items()}
+    return Term(_number(path, "utc_offset_hours", raw.get("utc_offset_hours", 8.0), -12, 14), due, policy)
 
 
 @dataclass(frozen=True)
@@ -95,20 +135,54 @@ def extensions(course_dir: Path) -> dict[tuple[str, str], Extension]:
         if line.strip():
             try:
                 grant = Extension(**json.loads(line))
+                if not 0 <= grant.hours <= MAX_DAYS * 24:  # also refuses NaN; Infinity is valid JSON for Python
+                    raise ValueError(f"{grant.hours} hours is not an extension")
             except (ValueError, TypeError) as exc:
-                raise ValueError(f"{path}, line {n}: not an extension record ({exc})") from exc
+                raise ValueError(
+                    f"{path}, line {n}: not an extension record ({exc}); correct or delete that line"
+                ) from exc
             out[(grant.section, grant.student)] = grant
     return out
 
 
-def grant_extension(course_dir: Path, section: str, student: str, hours: float, reason: str) -> Extension:
-    """Record an extension (0 hours withdraws one) and write it into the gradebook."""
+def known_students(course_dir: Path) -> set[str]:
+    """Students the course knows: in the gradebook (roster or graded) or with a folder in ``submitted/``."""
+    from nbgrader.api import Gradebook
+
+    from autograder.ops.nbgrader_run import gradebook_url, prepare_gradebook
+
+    prepare_gradebook(course_dir)
+    with Gradebook(gradebook_url(course_dir)) as gb:
+        known = {st.id for st in gb.students}
+    submitted = Path(course_dir) / "submitted"
+    return known | ({p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set())
+
+
+def grant_extension(
+    course_dir: Path, section: str, student: str, hours: float, reason: str, new_student: bool = False
+) -> Extension:
+    """Record an extension (0 hours withdraws one) and write it into the gradebook.
+
+    Everything is checked first (the hours, the student, the section, the term and the extensions already
+    recorded); a refused grant writes nothing. ``new_student``: grant to an id the course does not know yet.
+    """
     if not reason.strip():
-        raise ValueError("an extension needs a reason (it is kept in the audit trail)")
-    if hours < 0:
-        raise ValueError(f"an extension cannot be negative: {hours} hours")
+        raise ValueError("an extension needs a reason (it is kept in the audit trail): --reason TEXT")
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not math.isfinite(hours):
+        raise ValueError(f"--hours must be a finite number of hours, got {hours!r}")
+    if not 0 <= hours <= MAX_DAYS * 24:
+        raise ValueError(f"--hours must lie between 0 (withdraw) and {MAX_DAYS * 24} ({MAX_DAYS} days), got {hours:g}")
+    if not STUDENT_ID.fullmatch(student):
+        raise ValueError(f"{student!r} is not a student id (no spaces, '/' or '\\')")
+    load_term(course_dir)  # a broken term.toml would fail the grant after it was written
+    extensions(course_dir)  # so would a broken extensions record
     if section not in released_sections(course_dir):
         raise ValueError(f"{section} is not released (not in the gradebook): release it before granting extensions")
+    if not new_student and student not in known_students(course_dir):
+        raise ValueError(
+            f"unknown student {student!r}: not in the gradebook and nothing in submitted/; check the id, or grant "
+            "to a student who has not handed anything in yet with --new-student"
+        )
     grant = Extension(
         section,
         student,
