@@ -128,25 +128,22 @@ def inspect(path: Path, student: str, section: str, named_time: datetime, *, che
     return Vetted(section, student, path.name, owner, _iso(claimed), _iso(evidence), _iso(used), verdict)
 
 
+#: what the instructor reads about a submission that is not simply fine, by verdict (fields of :class:`Vetted`)
+EXPLANATIONS = {
+    IMPERSONATION: "{section} 以 {student} 的名义提交的 {folder} 属于账户 {owner}：不作为 {student} 的作业收取"
+    "（{student} 自己的最新提交照常收取）。请核实 {owner} 是否冒名提交",
+    FOREIGN_FILES: "{section} {student} 的 {folder} 中有不属于账户 {owner} 的文件：未收取，请人工核实",
+    NOT_A_FOLDER: "{section} {folder} 不是文件夹（链接或普通文件，属于 {owner}）：未收取",
+    BACKDATED: "{section} {student}：声称提交于 {claimed} UTC，但文件最后改动于 {evidence} UTC；"
+    "按后者计算是否迟交（{folder}）",
+    CLOCK: "{section} {student}：声称的时间 {claimed} UTC 晚于文件改动时间 {evidence} UTC，按后者计算",
+}
+
+
 def explain(v: Vetted) -> str | None:
     """One Chinese line for the instructor about a submission that is not simply fine (None when it is)."""
-    if v.verdict == IMPERSONATION:
-        return (
-            f"{v.section} 以 {v.student} 的名义提交的 {v.folder} 属于账户 {v.owner}：不作为 {v.student} 的作业收取"
-            f"（{v.student} 自己的最新提交照常收取）。请核实 {v.owner} 是否冒名提交"
-        )
-    if v.verdict == FOREIGN_FILES:
-        return f"{v.section} {v.student} 的 {v.folder} 中有不属于账户 {v.owner} 的文件：未收取，请人工核实"
-    if v.verdict == NOT_A_FOLDER:
-        return f"{v.section} {v.folder} 不是文件夹（链接或普通文件，属于 {v.owner}）：未收取"
-    if v.verdict == BACKDATED:
-        return (
-            f"{v.section} {v.student}：声称提交于 {v.claimed} UTC，但文件最后改动于 {v.evidence} UTC；"
-            f"按后者计算是否迟交（{v.folder}）"
-        )
-    if v.verdict == CLOCK:
-        return f"{v.section} {v.student}：声称的时间 {v.claimed} UTC 晚于文件改动时间 {v.evidence} UTC，按后者计算"
-    return None
+    template = EXPLANATIONS.get(v.verdict)
+    return template.format(**asdict(v)) if template else None
 
 
 def journal_path(course_dir: Path) -> Path:
