@@ -7,7 +7,7 @@ files with safe names, within size, ratio, count and nesting limits; everything 
 with a reason in Chinese and never reaches ``extracted/``. The layout is nbgrader's own (an archive
 unpacks into a folder named after it, ``.tar.gz`` without ``.tar``), so the collector and
 :func:`autograder.ops.collect.plan` see the same paths. :class:`SafeExtractor` puts :func:`extract` in
-place of nbgrader's extractor (``assignments/nbgrader_config.py``), so plain ``nbgrader zip_collect``
+place of nbgrader's extractor (set by ``autograder.course.configure``), so plain ``nbgrader zip_collect``
 is safe too. Standard library only, but for the nbgrader base class of that plugin.
 """
 

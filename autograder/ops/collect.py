@@ -10,7 +10,7 @@ zip bombs, paths out of the folder, links, encrypted, corrupt or too deeply nest
 reported with its reason; the rest of the class is collected.
 
 Which student a file belongs to comes from its path, by :data:`NAMED_REGEXP` (nbgrader's
-``FileNameCollectorPlugin.named_regexp``, set in ``assignments/nbgrader_config.py``). The rule: the
+``FileNameCollectorPlugin.named_regexp``, set by :func:`autograder.course.configure`). The rule: the
 student id is the first group of 5 or more digits that stands alone between underscores in a
 folder or file name below ``extracted/``; the notebook name is the file name, after the id and any
 further numbers (Canvas submission ids) or Moodle's ``assignsubmission_file_``. This covers
@@ -68,7 +68,7 @@ def match(relative_path: str) -> dict | None:
     return {"student_id": m["student_id"], "notebook": os.path.splitext(m["file_id"])[0] + ".ipynb"}
 
 
-#: the extractor ``nbgrader zip_collect`` must use (also set in assignments/nbgrader_config.py)
+#: the extractor ``nbgrader zip_collect`` must use (also set by autograder.course.configure)
 EXTRACTOR = "autograder.ops.archives.SafeExtractor"
 
 

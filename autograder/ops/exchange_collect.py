@@ -4,7 +4,7 @@ nbgrader's own collector believes the submission folder's name, ``<student>+<sec
 the name says whose work it is (a classmate can submit with ``--student=<you>``; nbgrader only logs a
 warning, nbgrader issue #1097) and when it was handed in (a student can rename her folder and rewrite
 ``timestamp.txt``, issue #1104). :class:`VettedCollect` is the course's exchange collect plugin
-(``c.ExchangeFactory.collect`` in ``assignments/nbgrader_config.py``), so ``nbgrader collect``, the
+(``c.ExchangeFactory.collect``, set by :func:`autograder.course.configure`), so ``nbgrader collect``, the
 formgrader's collect button and ``python -m autograder collect SECTION --exchange`` all go through it:
 
 * **Identity.** With ``ExchangeCollect.check_owner`` (nbgrader's own setting, on by default) a submission

@@ -49,7 +49,7 @@ def prepare_gradebook(course_dir: Path) -> None:
     """
     from nbgrader.api import Gradebook
 
-    from autograder.ops.nbgrader_speedups import install
+    from autograder.ops.nbgrader_patches import install
 
     install()  # the schema revision read in this process, not by an `alembic heads` process
     config = course_directory_config(course_dir)

@@ -63,7 +63,9 @@ TEMPLATE_PRELOAD = (
     "autograder.verdict.lateness",
     "autograder.ops.term",
     "autograder.ops.collect",
-    "autograder.ops.nbgrader_speedups",
+    "autograder.ops.nbgrader_patches",
+    "autograder.ops.exchange_collect",
+    "autograder.course.configure",
 )
 
 

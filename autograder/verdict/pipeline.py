@@ -1,6 +1,6 @@
 """The preprocessor lists of the course's nbgrader commands, in the order they must run.
 
-``assignments/nbgrader_config.py`` installs them; the order is the design:
+``autograder.course.configure`` (called by ``assignments/nbgrader_config.py``) installs them; the order is the design:
 
 * autograde: execute in the confined kernel (:class:`~autograder.confine.execute.SafeExecute`), then
   replace every graded cell's outputs with the verdict computed here (:class:`ExternalVerdict`),

@@ -1,4 +1,6 @@
-"""The two nbgrader shortcuts (autograder/ops/nbgrader_speedups.py) decide exactly what nbgrader's own code does."""
+"""nbgrader's two patches (autograder/ops/nbgrader_patches.py) decide exactly what nbgrader's own code does, what
+each assumes about nbgrader's code still holds (an upgrade that breaks it fails here), and a patch whose
+assumption fails is left out."""
 
 import os
 import subprocess
@@ -9,7 +11,8 @@ import jsonschema
 import pytest
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
-from autograder.ops.nbgrader_speedups import SchemaCheckedOnce, alembic_head, install
+from autograder.ops import nbgrader_patches
+from autograder.ops.nbgrader_patches import PATCHES, Patch, SchemaCheckedOnce, alembic_head, install
 
 GOOD = {
     "grade": True,
@@ -81,3 +84,33 @@ def test_install_routes_nbgraders_validator_through_the_shortcuts_and_is_idempot
 
     with pytest.raises(ValidationError):
         MetadataValidator().validate_cell(from_dict(cell))
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=lambda p: f"{p.module}.{p.attribute}")
+def test_what_each_patch_assumes_about_nbgraders_code_holds(patch):
+    assert patch.problems() == []
+
+
+def test_a_patch_whose_assumption_fails_is_left_out(monkeypatch):
+    import types
+
+    target = types.ModuleType("fake_nbgrader_part")
+    target.thing = original = object()
+    monkeypatch.setitem(sys.modules, "fake_nbgrader_part", target)
+    broken = Patch("fake_nbgrader_part", "thing", object(), lambda original: ["it changed"])
+    monkeypatch.setattr(nbgrader_patches, "PATCHES", (broken,))
+    with pytest.warns(UserWarning, match="it changed"):
+        assert install() == ["fake_nbgrader_part.thing: it changed"]
+    assert target.thing is original
+
+
+def test_the_schema_cache_is_keyed_by_content_and_bounded():
+    schema = MetadataValidator().schema
+    checked = SchemaCheckedOnce()
+    for n in range(20):  # equal schemas in new objects: one entry, not one per object
+        checked.validate(GOOD, dict(schema))
+    info = nbgrader_patches._validator.cache_info()
+    assert info.maxsize == 8 and info.currsize <= 8
+    for n in range(20):  # twenty different schemas: never more than eight kept
+        checked.validate({"n": n}, {"type": "object", "title": f"schema {n}"})
+    assert nbgrader_patches._validator.cache_info().currsize == 8
