@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 
 from autograder.ops.gradebook import read_gradebook
+from autograder.verdict import journal
 from autograder.verdict.data import DATA_DIR
 
 
@@ -86,7 +86,7 @@ def record_changes(
             continue
         lines.append(
             {
-                "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "time": journal.now(),
                 "student": student,
                 "cell": cell,
                 "old": old,
@@ -95,9 +95,5 @@ def record_changes(
                 "flagged": not why,
             }
         )
-    if lines:
-        path = Path(course_dir) / ".grading" / "audit" / f"{section}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:  # ASCII JSON: a student's name may hold undecodable bytes
-            f.writelines(json.dumps(line) + "\n" for line in lines)
+    journal.append(course_dir, section, *lines)
     return lines

@@ -29,7 +29,6 @@ without ``-a``, a restore from backup) gives every file a new change time.
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import secrets
@@ -42,7 +41,9 @@ from nbgrader.exchange.default.collect import ExchangeCollect, groupby
 from nbgrader.utils import parse_utc
 from traitlets import Float
 
-JOURNAL = Path(".grading") / "audit" / "collect.jsonl"
+from autograder.verdict import journal
+
+JOURNAL = "collect"  # .grading/audit/collect.jsonl (autograder/verdict/journal.py)
 #: what nbgrader's submit writes into timestamp.txt (``Exchange.timestamp_format``, in UTC)
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
 
@@ -146,19 +147,9 @@ def explain(v: Vetted) -> str | None:
     return template.format(**asdict(v)) if template else None
 
 
-def journal_path(course_dir: Path) -> Path:
-    return Path(course_dir) / JOURNAL
-
-
-def read_journal(course_dir: Path, since: int = 0) -> list[Vetted]:
-    """The journal's records from byte offset ``since`` on (``since``: its size before a collect)."""
-    path = journal_path(course_dir)
-    if not path.is_file():
-        return []
-    with path.open("rb") as f:
-        f.seek(since)
-        lines = f.read().decode("utf-8").splitlines()
-    return [Vetted(**json.loads(line)) for line in lines if line.strip()]
+def read_journal(course_dir: Path) -> list[Vetted]:
+    """Every submission the collector has looked at, oldest first."""
+    return [Vetted(**record) for _, record in journal.read(course_dir, JOURNAL)]
 
 
 class VettedCollect(ExchangeCollect):
@@ -173,7 +164,7 @@ class VettedCollect(ExchangeCollect):
     def init_src(self):
         super().init_src()  # checks the course and inbound folders and reads the due date
         student = self.coursedir.student_id or "*"
-        now = _iso(datetime.now(timezone.utc).replace(tzinfo=None))
+        now = journal.now()
         vetted = []
         for path in sorted(Path(self.inbound_path).glob(f"{student}+{self.coursedir.assignment_id}+*")):
             record = self._path_to_record(str(path))
@@ -204,17 +195,11 @@ class VettedCollect(ExchangeCollect):
         self._write_journal([(v, r["filename"] in chosen, now) for r, v in vetted])
 
     def _write_journal(self, rows) -> None:
-        path = journal_path(self.coursedir.root)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for v, collected, now in rows:
-            line = explain(v)
-            if line:
+        for v, _, _ in rows:
+            if line := explain(v):
                 self.log.warning(line)
-            lines.append(json.dumps(asdict(v) | {"collected": collected, "at": now}, ensure_ascii=False) + "\n")
-        if lines:
-            with path.open("a", encoding="utf-8") as f:
-                f.write("".join(lines))  # one write: whole lines even beside another collector
+        records = [asdict(v) | {"collected": collected, "at": now} for v, collected, now in rows]
+        journal.append(self.coursedir.root, JOURNAL, *records)
 
     def do_copy(self, src, dest, log=None):
         super().do_copy(src, dest, log)
@@ -234,16 +219,15 @@ def collect_lines(course_dir: Path, section: str) -> list[str]:
     """``nbgrader collect --update SECTION`` through :class:`VettedCollect`; what it found, in Chinese."""
     from autograder.ops.nbgrader_run import nbgrader
 
-    path = journal_path(course_dir)
-    since = path.stat().st_size if path.is_file() else 0
+    before = len(read_journal(course_dir))
     nbgrader(["collect", section, "--update"], course_dir)
-    seen = read_journal(course_dir, since)
+    seen = read_journal(course_dir)[before:]
     lines = [line for v in seen if (line := explain(v))]
     collected = sorted(v.student for v in seen if v.collected)
     flagged = sum(v.verdict not in (OK, UNCHECKED) for v in seen)
     lines.append(
         f"{section}：检查了 {len(seen)} 份提交，收取 {len(collected)} 位学生的最新提交"
-        + (f"；{flagged} 份有问题（见上），详情在 {JOURNAL}" if flagged else "")
+        + (f"；{flagged} 份有问题（见上），详情在 {journal.path(course_dir, JOURNAL)}" if flagged else "")
     )
     if any(v.verdict == UNCHECKED for v in seen):
         lines.append("未核对提交者身份（ExchangeCollect.check_owner = False）：冒名提交无法发现")

@@ -19,12 +19,12 @@ import csv
 import getpass
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from autograder.ops import audit
 from autograder.ops.nbgrader_run import gradebook_url
-from autograder.verdict.regrades import Decision, Request, append_record, read_regrades
+from autograder.verdict import journal
+from autograder.verdict.regrades import JOURNAL, Decision, Request, as_record, parse_regrades, read_regrades
 
 HEADERS = {
     "student": ("student", "学号"),
@@ -32,10 +32,6 @@ HEADERS = {
     "cell": ("cell", "单元"),
     "reason": ("reason", "理由"),
 }
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _grader() -> str:
@@ -90,29 +86,33 @@ def import_requests(course_dir: Path, path: Path, source: str | None = None) -> 
         raise ValueError(f'{path} is not UTF-8 text: export the form as "CSV UTF-8" and import that') from None
     except csv.Error as exc:
         raise ValueError(f"{path} is not a CSV file ({exc})") from None
-    requests, _ = read_regrades(course_dir)
-    seen = {(r.section, r.student, r.notebook, r.cell, r.reason) for r in requests.values()}
-    added, problems = [], []
+    read_regrades(course_dir)  # a broken journal is refused before anything is looked up
+    located, problems = [], []
     with Gradebook(gradebook_url(course_dir)) as gb:
         for n, row in rows:
             if not all(row.values()):
-                problems.append(f"第 {n} 行：学号、作业、单元、理由都要填")
+                problems.append((n, "学号、作业、单元、理由都要填"))
                 continue
             try:
                 notebook, cell = _locate(gb, row["section"], row["student"], row["cell"])
             except ValueError as exc:
-                problems.append(f"第 {n} 行：{exc}")
+                problems.append((n, str(exc)))
                 continue
-            key = (row["section"], row["student"], notebook, cell, row["reason"])
-            if key in seen:
-                problems.append(f"第 {n} 行：与已有的申请重复")
-                continue
-            request = Request(
-                f"r{len(requests) + len(added) + 1}", *key[:4], row["reason"], _now(), source or Path(path).name
-            )
-            append_record(course_dir, request)
-            seen.add(key)
-            added.append(request)
+            located.append((n, (row["section"], row["student"], notebook, cell, row["reason"])))
+    added = []
+    if located:  # ids are handed out under the journal's lock: two imports at once never give one id twice
+        with journal.locked(course_dir, JOURNAL) as held:
+            requests, _ = parse_regrades(held.read(), journal.path(course_dir, JOURNAL))
+            seen = {(r.section, r.student, r.notebook, r.cell, r.reason) for r in requests.values()}
+            for n, key in located:
+                if key in seen:
+                    problems.append((n, "与已有的申请重复"))
+                    continue
+                seen.add(key)
+                rid = f"r{len(requests) + len(added) + 1}"
+                added.append(Request(rid, *key[:4], key[4], journal.now(), source or Path(path).name))
+            held.append(*map(as_record, added))
+    problems = [f"第 {n} 行：{why}" for n, why in sorted(problems)]
     return Imported(added, problems)
 
 
@@ -156,8 +156,8 @@ def decide(course_dir: Path, request_id: str, score: float | None, reason: str) 
             grade.manual_score, grade.needs_manual_grade = float(score), False
             gb.db.commit()
         after = [grade.auto_score, grade.manual_score]
-    decision = Decision(request_id, score, old, reason.strip(), _now(), _grader())
-    append_record(course_dir, decision)
+    decision = Decision(request_id, score, old, reason.strip(), journal.now(), _grader())
+    journal.append(course_dir, JOURNAL, as_record(decision))
     cell = f"{r.notebook}/{r.cell}"
     audit.record_changes(
         course_dir, r.section, r.student, {cell: before}, {cell: after}, [f"regrade-request {request_id}"]

@@ -19,7 +19,6 @@ Imported by the course's nbgrader config: the standard library and the verdict's
 from __future__ import annotations
 
 import getpass
-import json
 import math
 import os
 import re
@@ -28,10 +27,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from autograder.verdict import journal
 from autograder.verdict.lateness import LatePolicy
 
 TERM_FILE = "term.toml"
-EXTENSIONS_FILE = Path(".grading") / "audit" / "extensions.jsonl"
+JOURNAL = "extensions"  # .grading/audit/extensions.jsonl (autograder/verdict/journal.py)
+EXTENSIONS_FILE = journal.FOLDER / f"{JOURNAL}.jsonl"
 #: the longest extension, hard deadline or lateness a term can mean: half a year
 MAX_DAYS = 183
 #: a student id: what nbgrader accepts in a folder name (no separators, spaces or control characters)
@@ -127,21 +128,18 @@ class Extension:
 
 def extensions(course_dir: Path) -> dict[tuple[str, str], Extension]:
     """The extensions in force, by (section, student): the newest grant of each."""
-    path = Path(course_dir) / EXTENSIONS_FILE
-    if not path.is_file():
-        return {}
     out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                grant = Extension(**json.loads(line))
-                if not 0 <= grant.hours <= MAX_DAYS * 24:  # also refuses NaN; Infinity is valid JSON for Python
-                    raise ValueError(f"{grant.hours} hours is not an extension")
-            except (ValueError, TypeError) as exc:
-                raise ValueError(
-                    f"{path}, line {n}: not an extension record ({exc}); correct or delete that line"
-                ) from exc
-            out[(grant.section, grant.student)] = grant
+    for n, record in journal.read(course_dir, JOURNAL):
+        try:
+            grant = Extension(**record)
+            if not 0 <= grant.hours <= MAX_DAYS * 24:  # also refuses NaN; Infinity is valid JSON for Python
+                raise ValueError(f"{grant.hours} hours is not an extension")
+        except (ValueError, TypeError) as exc:
+            where = journal.path(course_dir, JOURNAL)
+            raise ValueError(
+                f"{where}, line {n}: not an extension record ({exc}); correct or delete that line"
+            ) from exc
+        out[(grant.section, grant.student)] = grant
     return out
 
 
@@ -188,13 +186,10 @@ def grant_extension(
         student,
         float(hours),
         reason.strip(),
-        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        journal.now(),
         os.environ.get("SUDO_USER") or getpass.getuser(),
     )
-    path = Path(course_dir) / EXTENSIONS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(asdict(grant), ensure_ascii=False) + "\n")
+    journal.append(course_dir, JOURNAL, asdict(grant))
     apply_term(course_dir)
     return grant
 

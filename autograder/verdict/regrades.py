@@ -11,7 +11,6 @@ it concerns, in Chinese, so the student reads the decision where the score is.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,7 +18,9 @@ import nbformat
 from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-REGRADES_FILE = Path(".grading") / "audit" / "regrades.jsonl"
+from autograder.verdict import journal
+
+JOURNAL = "regrades"  # .grading/audit/regrades.jsonl (autograder/verdict/journal.py)
 NOTE_TAG = "regrade-note"
 
 
@@ -47,15 +48,15 @@ class Decision:
 
 def read_regrades(course_dir: Path) -> tuple[dict[str, Request], dict[str, Decision]]:
     """Every request by id, and the decision of each decided one (the newest, if a request was decided again)."""
-    path = Path(course_dir) / REGRADES_FILE
+    return parse_regrades(journal.read(course_dir, JOURNAL), journal.path(course_dir, JOURNAL))
+
+
+def parse_regrades(lines, where) -> tuple[dict[str, Request], dict[str, Decision]]:
+    """Requests and decisions from the journal's ``[(line number, record)]`` (``where``: the file, for errors)."""
     requests, decisions = {}, {}
-    if not path.is_file():
-        return requests, decisions
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, record in lines:
         try:
-            record = json.loads(line)
+            record = dict(record)
             kind = record.pop("kind")
             if kind == "request":
                 requests[record["id"]] = Request(**record)
@@ -64,16 +65,13 @@ def read_regrades(course_dir: Path) -> tuple[dict[str, Request], dict[str, Decis
             else:
                 raise ValueError(f"unknown kind {kind!r}")
         except (ValueError, TypeError, KeyError) as exc:
-            raise ValueError(f"{path}, line {n}: not a regrade record ({exc})") from exc
+            raise ValueError(f"{where}, line {n}: not a regrade record ({exc})") from exc
     return requests, decisions
 
 
-def append_record(course_dir: Path, record: Request | Decision) -> None:
-    path = Path(course_dir) / REGRADES_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    kind = "request" if isinstance(record, Request) else "decision"
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps({"kind": kind, **asdict(record)}, ensure_ascii=False) + "\n")
+def as_record(record: Request | Decision) -> dict:
+    """What the regrade journal holds for ``record``."""
+    return {"kind": "request" if isinstance(record, Request) else "decision", **asdict(record)}
 
 
 def _inert(text: str) -> str:
