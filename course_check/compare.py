@@ -109,30 +109,43 @@ def _mistake_message(name: str, messages: Mapping[str, str] | None) -> str:
     return (messages or {}).get(name) or f"结果与一种已知的错误做法（{name}）的结果吻合。"
 
 
+#: a failed result closer than this (relative) to the reference is a near miss: the method, not its accuracy
+NEAR_MISS = 1e-4
+
+
+def _symmetric(exp) -> bool:
+    return bool(np.allclose(exp, exp.T, rtol=1e-9, atol=0.0))
+
+
 def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
-    """The likely mistake behind a failed float comparison, in Chinese ("" when none is recognised)."""
+    """The likely mistake behind a failed float comparison, in Chinese ("" when none is recognised).
+
+    A catalogued mistake is matched first (its own message is the most precise), then the generic patterns
+    (all zero, a flipped sign, a transposed non-symmetric Jacobian, a constant factor or offset), then a
+    result much closer to a catalogued mistake than to the reference, then a near miss.
+    """
     near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
-    if np.max(np.abs(exp)) > 0 and not np.any(got):
-        return "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
-    if near(-exp):
-        return "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
-    if exp.ndim == 2 and exp.shape[0] == exp.shape[1] and near(exp.T):
-        return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
     for name, alt in (mistakes or {}).items():
         if np.shape(alt) == exp.shape and near(alt):
             return _mistake_message(name, messages)
+    if np.max(np.abs(exp)) > 0 and not np.any(got):
+        return "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
+    if np.max(np.abs(exp)) > 0 and near(-exp):
+        return "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
+    if exp.ndim == 2 and exp.shape[0] == exp.shape[1] and not _symmetric(exp) and near(exp.T):
+        return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
     flat_e, flat_g = exp.ravel(), got.ravel()
     mask = np.abs(flat_e) > 1e-12 * scale
     ratios = flat_g[mask] / flat_e[mask]
-    # a constant ratio only means something when several entries share it
-    if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > tol:
+    # a constant ratio only means something when several entries share it, and when it is not 1 up to rounding
+    if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > max(tol, 1e-6):
         return f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
     # a constant offset: on a log scale (log10 of an error, of a norm) that is a missing constant factor
     offsets = flat_g - flat_e
     if (
         offsets.size > 1
         and np.allclose(offsets, offsets[0], rtol=1e-6, atol=tol * scale)
-        and abs(offsets[0]) > tol * scale
+        and abs(offsets[0]) > max(tol, 1e-6) * scale
     ):
         return (
             f"结果处处比参考值多了同一个常数 {offsets[0]:.4g}：若这是对数尺度上的量（例如 log10 误差或范数），"
@@ -151,6 +164,11 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     if close and close[0][0] <= 0.25 * err:
         name = close[0][1]
         return _mistake_message(name, messages)
+    if np.max(np.abs(exp)) > 0 and err <= NEAR_MISS:
+        return (
+            "结果离参考值很近，只是没有达到要求的精度：做法多半是对的，检查精度从哪里丢的——例如用了 float32、"
+            "用差分代替了精确梯度、迭代没有收敛，或步长、容差设得太粗。"
+        )
     return ""
 
 
@@ -213,10 +231,14 @@ def compare(
     if exp.size == 0 or float(np.max(np.abs(got - exp))) <= tol * scale + float(atol):
         return Verdict(True, "", err)
     reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
-    allowed = f"允许 {tol:.1e}" + (f"（另加绝对误差 {float(atol):.1e}）" if atol else "")
     outside = np.abs(got - exp) > tol * scale + float(atol)
     where = f"，{int(np.sum(outside))}/{exp.size} 个元素超出容差{_first_index(outside)}" if exp.size > 1 else ""
-    detail = f"相对误差 {err:.2e}，{allowed}{where}。"
+    if np.any(exp):
+        allowed = f"允许 {tol:.1e}" + (f"（另加绝对误差 {float(atol):.1e}）" if atol else "")
+        detail = f"相对误差 {err:.2e}，{allowed}{where}。"
+    else:  # a relative error to an all-zero reference means nothing: say how far from zero, absolutely
+        got_max = float(np.max(np.abs(got)))
+        detail = f"参考值全为零，你的结果最大绝对值为 {got_max:.2e}（允许的绝对误差 {float(atol):.1e}）{where}。"
     return Verdict(
         False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err
     )

@@ -25,7 +25,7 @@ def test_a_narrow_result_is_compared_as_the_numbers_it_holds(dtype):
     assert not verdict.passed and not compare(narrow.astype(np.float64), ref).passed
     assert np.dtype(dtype).name in verdict.message and "精度太低" in verdict.message and "float64" in verdict.message
     assert "0.333" not in verdict.message and "0.3333" not in verdict.message  # no expected values
-    assert "精度" not in compare(narrow.astype(np.float64), ref).message
+    assert "精度太低" not in compare(narrow.astype(np.float64), ref).message  # the dtype note is for narrow dtypes
 
 
 def test_float16_zeros_fail_like_float64_zeros():
@@ -175,3 +175,33 @@ def test_a_constant_offset_on_a_log_scale_is_read_as_a_missing_factor():
     assert "同一个常数 -0.301" in verdict.message and "10^-0.301 ≈ 0.5" in verdict.message
     # one offset entry alone is just a wrong number: no constant-offset story from a single value
     assert "同一个常数" not in compare(np.array([1.3]), np.array([1.0])).message
+
+
+def test_a_catalogued_mistake_shows_its_own_message_before_the_generic_patterns():
+    ref = np.array([[1.0, 2.0], [3.0, 4.0]])
+    own = {"slope_sign": "斜率的符号取反了：接触力随穿透深度增大，斜率应为正。"}
+    for catalogued in (-ref, np.zeros_like(ref), ref.T):  # each would also match a generic pattern
+        verdict = compare(catalogued, ref, mistakes={"slope_sign": catalogued}, messages=own)
+        assert own["slope_sign"] in verdict.message
+        assert not any(generic in verdict.message for generic in ("只差一个负号", "全为零", "是参考值的转置"))
+
+
+def test_a_near_miss_on_a_symmetric_reference_is_not_called_a_transpose():
+    ref = np.array([[2.0, 1.0], [1.0, 3.0]])  # a finite-difference Jacobian of a symmetric map, slightly off
+    verdict = compare(ref * (1 + 1e-7) + np.array([[0.0, 1e-7], [0.0, 0.0]]), ref)
+    assert not verdict.passed and "转置" not in verdict.message and "离参考值很近" in verdict.message
+    nonsymmetric = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert "转置" in compare(nonsymmetric.T, nonsymmetric).message  # a real transpose is still named
+
+
+def test_a_float32_result_is_a_near_miss_not_a_factor_of_one():
+    ref = np.array([1.0 / 3.0, 2.0 / 7.0, -5.0 / 11.0])
+    verdict = compare(ref.astype(np.float32), ref)
+    assert not verdict.passed and "倍" not in verdict.message
+    assert "离参考值很近" in verdict.message and "float32" in verdict.message
+
+
+def test_an_all_zero_reference_reports_the_absolute_error():
+    verdict = compare(np.array([0.0, 2e-3]), np.zeros(2), atol=1e-9)
+    assert not verdict.passed and "参考值全为零" in verdict.message and "2.00e-03" in verdict.message
+    assert "e+2" not in verdict.message and "相对误差" not in verdict.message

@@ -345,7 +345,7 @@ EXERCISES = (
                 },
             ),
             WrongAnswer(
-                "负号",
+                "链式法则里内层 −φ",  # s045_slope_sign's own message, not the generic sign diagnosis
                 edits={  # d/dphi max(0, -phi) taken as +1: slope +k, and +k/4 at the kink
                     "penalty_answer": [
                         ("np.where(phi < 0, -k, 0.0)", "np.where(phi < 0, k, 0.0)"),
