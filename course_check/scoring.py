@@ -112,7 +112,8 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     lines = [f"{kind} {'、'.join(cases_of)}{text}" for text, cases_of in said.items()]
     points = float(spec["points"])
     earned = round(points * share / len(cases), 6) if cases else 0.0
-    header = f"[{exercise}] {name}: 通过 {full}/{len(cases)} 个{kind}，得分 {earned:g}/{points:g}"
+    # "完全通过": a case counts as passed when every output passed; partial credit comes from the outputs
+    header = f"[{exercise}] {name}: 完全通过 {full}/{len(cases)} 个{kind}，得分 {earned:g}/{points:g}"
     if len(outputs) > 1 and full < len(cases):
         each = "，".join(f"{o['label']} {n}/{len(cases)}" for o, n in zip(outputs, per_output))
         header += f"（部分得分：各项输出通过的测试数为 {each}）"
