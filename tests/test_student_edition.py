@@ -54,6 +54,7 @@ def test_the_edition_is_clean_and_holds_only_the_allowlist(edition):
         "requirements.txt",
         "runtime.txt",
         ".python-version",
+        ".gitignore",
         "course_lib",
         "course_check",
         "book",

@@ -95,7 +95,10 @@ def student(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("student")
     edition = student_edition.build_edition(tmp / "edition")
     assert edition.problems == []
-    venv = tmp / "venv"
+    git = ["git", "-C", str(edition.folder), "-c", "user.name=s04", "-c", "user.email=s04@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "edition"]):  # the repository students clone
+        subprocess.run(git + args, check=True)
+    venv = edition.folder / ".venv"  # where the README puts it
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "UV_"))}
     began = time.perf_counter()
     subprocess.run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, env=env)
@@ -108,6 +111,9 @@ def student(tmp_path_factory):
         timeout=1200,
     )
     print(f"\nstudent install: {time.perf_counter() - began:.1f} s, {_du(venv) / 1e6:.0f} MB in the venv")
+    # the install leaves nothing git would show (the edition's .gitignore: the venv, build/, *.egg-info)
+    status = subprocess.run(git + ["status", "--porcelain"], capture_output=True, text=True, check=True).stdout
+    assert status == "", status[:2000]
     return edition.folder, python
 
 

@@ -4,7 +4,7 @@ The edition is written from an allowlist (:func:`build_edition` names every file
 never by deleting from a copy of this repository, then scanned (:mod:`autograder.authoring.leak_scan`); any
 hit fails the command. Layout of ``_build/student-edition/``::
 
-    README.md  LICENSE  requirements.txt  runtime.txt  .python-version
+    README.md  LICENSE  requirements.txt  runtime.txt  .python-version  .gitignore
     course_lib/                      the library and its own pyproject.toml (pip install ./course_lib)
     course_check/                    the public checks: scoring code, public cases, its own pyproject.toml
     book/<page>.md, book/<page>.ipynb  each page students read, and its notebook twin (Colab opens these)
@@ -138,6 +138,7 @@ def build_edition(
     files: list[Path] = []
 
     _copy(EDITION_FILES / "README.md", out / "README.md", files)
+    _copy(EDITION_FILES / "gitignore", out / ".gitignore", files)  # the venv and build leftovers of an install
     _copy(root / "LICENSE", out / "LICENSE", files)
     lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
     (out / "requirements.txt").write_text(
