@@ -17,6 +17,30 @@ from autograder.ops.nbgrader_run import nbgrader
 
 COURSE = Path(__file__).resolve().parents[2] / "assignments"
 
+#: name -> (function, help, arguments, actions): filled by :func:`command` where each command is written
+COMMANDS: dict[str, tuple] = {}
+
+
+def arg(*flags, **options) -> tuple:
+    """One ``argparse`` argument of a command: ``add_argument(*flags, **options)``."""
+    return flags, options
+
+
+def command(name: str, help_: str, *arguments: tuple, actions: dict | None = None):
+    """Declare ``python -m autograder <name>`` on the function that implements it.
+
+    ``actions``: sub-commands (``regrade import|list|decide``), ``{action: (help, [arguments])}``.
+    """
+
+    def register(fn):
+        COMMANDS[name] = (fn, help_, arguments, actions or {})
+        return fn
+
+    return register
+
+
+SECTIONS_ARG = arg("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
+
 
 def _sections(args) -> list[str]:
     chosen = args.sections or list(SECTIONS)
@@ -26,6 +50,7 @@ def _sections(args) -> list[str]:
     return chosen
 
 
+@command("build", "turn source .md files into the .ipynb files nbgrader reads", SECTIONS_ARG)
 def cmd_build(args):
     from autograder.authoring import sources
 
@@ -33,6 +58,16 @@ def cmd_build(args):
         print(f"built {path.relative_to(COURSE.parent)}")
 
 
+@command(
+    "regenerate",
+    "recompute reference data from the reference solutions, then build",
+    SECTIONS_ARG,
+    arg(
+        "--keep-spread",
+        action="store_true",
+        help="keep the measured spread stored in autograder/data (measure only new or changed checks)",
+    ),
+)
 def cmd_regenerate(args):
     from autograder.authoring import regenerate as data
     from autograder.authoring.registry import all_checks
@@ -63,6 +98,7 @@ def cmd_regenerate(args):
     cmd_build(args)
 
 
+@command("release", "build, run nbgrader generate_assignment, and scan the release for leaks", SECTIONS_ARG)
 def cmd_release(args):
     from autograder.authoring import regenerate as data
     from autograder.authoring.release_scan import scan_release
@@ -81,6 +117,7 @@ def cmd_release(args):
         raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
 
 
+@command("warm-cache", "release, then fill and seal the JAX compilation cache grading kernels read", SECTIONS_ARG)
 def cmd_warm_cache(args):
     from autograder.confine.compile_cache import verified_entries
     from autograder.ops.warm_cache import warm_cache
@@ -108,6 +145,7 @@ def _apply_term() -> None:
         print(line)
 
 
+@command("term", "show due dates, late policy and extensions; write them and the late penalties to the gradebook")
 def cmd_term(args):
     from autograder.ops.term import extensions, load_term
 
@@ -127,6 +165,15 @@ def cmd_term(args):
     _apply_term()
 
 
+@command(
+    "extend",
+    "grant a student an extension on one section, with a reason (recorded)",
+    arg("section", help="the assignment (section)"),
+    arg("student", help="the student id"),
+    arg("--hours", type=float, required=True, help="hours past the due date (0 withdraws)"),
+    arg("--reason", required=True, help="why (kept in the audit trail)"),
+    arg("--new-student", action="store_true", help="the student has handed in nothing yet (not in the gradebook)"),
+)
 def cmd_extend(args):
     from autograder.ops.term import grant_extension
 
@@ -139,6 +186,23 @@ def cmd_extend(args):
     print(f"{section} {grant.student}：{done}（{grant.reason}），已记入 assignments/.grading/audit/extensions.jsonl")
 
 
+@command(
+    "regrade",
+    "regrade requests: import a form's CSV, list the open ones, decide one",
+    actions={
+        "import": ("read a form's CSV: student,section,cell,reason (or 学号,作业,单元,理由)", [arg("file")]),
+        "list": ("the open requests, with each cell's score now", [arg("sections", nargs="*")]),
+        "decide": (
+            "close a request: --keep or --score X, with --reason",
+            [
+                arg("id", help="the request's id, e.g. r3"),
+                arg("--score", type=float, help="the cell's new score (written as its manual score)"),
+                arg("--keep", action="store_true", help="the score stands"),
+                arg("--reason", required=True, help="why (the student reads it)"),
+            ],
+        ),
+    },
+)
 def cmd_regrade(args):
     from autograder.ops.regrades import decide, import_requests, open_requests
 
@@ -170,6 +234,19 @@ def cmd_regrade(args):
         raise SystemExit(f"regrade: {exc}") from None
 
 
+@command(
+    "autograde",
+    "autograde the class in parallel, resumably (progress bar, summary)",
+    SECTIONS_ARG,
+    arg("--student", action="append", help="only this student (repeatable)"),
+    arg("--force", action="store_true", help="regrade submissions already graded"),
+    arg("--workers", type=int, default=1, help="submissions graded in parallel (default 1)"),
+    arg(
+        "--scheduler",
+        help="grade on Dask: 'local' (a cluster of --workers processes here), a scheduler address "
+        "(tcp://host:8786) or a scheduler file (*.json); the course folder must be shared by all workers",
+    ),
+)
 def cmd_autograde(args):
     from autograder.ops.classrun import grade_class, summary_lines
 
@@ -189,6 +266,7 @@ def cmd_autograde(args):
         print(line)
 
 
+@command("feedback", "run nbgrader generate_feedback", SECTIONS_ARG)
 def cmd_feedback(args):
     for section in _sections(args):
         nbgrader(["generate_feedback", section, "--force"], COURSE)
@@ -198,6 +276,18 @@ def cmd_feedback(args):
 EXPORT_DEFAULT_TO = {"csv": "grades.csv", "canvas": "grades-canvas.csv", "moodle": "grades-moodle.csv"}
 
 
+@command(
+    "export",
+    "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV",
+    arg("sections", nargs="*", help="canvas/moodle only: these sections (default every assignment graded)"),
+    arg(
+        "--format",
+        choices=sorted(EXPORT_DEFAULT_TO),
+        default="csv",
+        help="csv: nbgrader export (default); canvas, moodle: the LMS's grade-import CSV",
+    ),
+    arg("--to", help="CSV file to write (default grades.csv, grades-canvas.csv or grades-moodle.csv)"),
+)
 def cmd_export(args):
     to = args.to or EXPORT_DEFAULT_TO[args.format]
     target = Path(to).resolve()
@@ -220,6 +310,16 @@ def cmd_export(args):
         print(line)
 
 
+@command(
+    "similarity",
+    "students' code per exercise for MOSS, JPlag and Dolos (plagiarism checks)",
+    SECTIONS_ARG,
+    arg(
+        "--out",
+        default=str(COURSE / "similarity"),
+        help="folder to write <exercise>/ into (default assignments/similarity)",
+    ),
+)
 def cmd_similarity(args):
     from autograder.ops.similarity import similarity_export, similarity_lines
 
@@ -227,6 +327,18 @@ def cmd_similarity(args):
         print(line)
 
 
+@command(
+    "collect",
+    "collect from the exchange (--exchange) or an LMS download (--zip) into submitted/",
+    arg("section", help="the assignment (section) the download belongs to"),
+    arg(
+        "--exchange",
+        action="store_true",
+        help="collect from nbgrader's exchange (nbgrader collect --update), owner and times checked",
+    ),
+    arg("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)"),
+    arg("--force", action="store_true", help="replace submissions already in submitted/"),
+)
 def cmd_collect(args):
     section = _sections(argparse.Namespace(sections=[args.section]))[0]
     if args.exchange:
@@ -249,6 +361,12 @@ def cmd_collect(args):
         print(line)
 
 
+@command(
+    "report",
+    "write scores.csv and overview.png, and check the feedback HTML for leaks",
+    SECTIONS_ARG,
+    arg("--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)"),
+)
 def cmd_report(args):
     from autograder.ops.reports import make_reports
 
@@ -264,6 +382,7 @@ def cmd_report(args):
         raise SystemExit(1)
 
 
+@command("selftest", "grade reference, blank and wrong pseudo-students through nbgrader", SECTIONS_ARG)
 def cmd_selftest(args):
     from autograder.authoring import regenerate as data
     from autograder.authoring.reference import WRONG_ANSWERS
@@ -296,6 +415,13 @@ def cmd_selftest(args):
     print("self-test passed")
 
 
+@command(
+    "student-edition",
+    "write the student edition (allowlist) and scan it for leaks",
+    arg("--out", default=str(COURSE.parent / "_build" / "student-edition"), help="folder to write"),
+    arg("--repository-url", help="the edition's public address (default: repository.url of _config.yml)"),
+    arg("--branch", help="the term's branch or tag (default: repository.branch of _config.yml)"),
+)
 def cmd_student_edition(args):
     from autograder.ops.student_edition import build_edition
 
@@ -312,109 +438,17 @@ def cmd_student_edition(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, fn, help_ in [
-        ("build", cmd_build, "turn source .md files into the .ipynb files nbgrader reads"),
-        ("regenerate", cmd_regenerate, "recompute reference data from the reference solutions, then build"),
-        ("release", cmd_release, "build, run nbgrader generate_assignment, and scan the release for leaks"),
-        ("warm-cache", cmd_warm_cache, "release, then fill and seal the JAX compilation cache grading kernels read"),
-        ("autograde", cmd_autograde, "autograde the class in parallel, resumably (progress bar, summary)"),
-        ("feedback", cmd_feedback, "run nbgrader generate_feedback"),
-        (
-            "term",
-            cmd_term,
-            "show due dates, late policy and extensions; write them and the late penalties to the gradebook",
-        ),
-        ("regrade", cmd_regrade, "regrade requests: import a form's CSV, list the open ones, decide one"),
-        ("extend", cmd_extend, "grant a student an extension on one section, with a reason (recorded)"),
-        ("export", cmd_export, "export all grades: nbgrader's CSV, or Canvas's or Moodle's grade-import CSV"),
-        ("collect", cmd_collect, "collect from the exchange (--exchange) or an LMS download (--zip) into submitted/"),
-        ("report", cmd_report, "write scores.csv and overview.png, and check the feedback HTML for leaks"),
-        ("selftest", cmd_selftest, "grade reference, blank and wrong pseudo-students through nbgrader"),
-        ("similarity", cmd_similarity, "students' code per exercise for MOSS, JPlag and Dolos (plagiarism checks)"),
-        ("student-edition", cmd_student_edition, "write the student edition (allowlist) and scan it for leaks"),
-    ]:
+    for name, (fn, help_, arguments, actions) in COMMANDS.items():
         p = sub.add_parser(name, help=help_)
         p.set_defaults(fn=fn)
-        if name == "export":
-            p.add_argument(
-                "sections", nargs="*", help="canvas/moodle only: these sections (default every assignment graded)"
-            )
-            p.add_argument(
-                "--format",
-                choices=sorted(EXPORT_DEFAULT_TO),
-                default="csv",
-                help="csv: nbgrader export (default); canvas, moodle: the LMS's grade-import CSV",
-            )
-            p.add_argument(
-                "--to", help="CSV file to write (default grades.csv, grades-canvas.csv or grades-moodle.csv)"
-            )
-        elif name == "student-edition":
-            p.add_argument("--out", default=str(COURSE.parent / "_build" / "student-edition"), help="folder to write")
-            p.add_argument(
-                "--repository-url", help="the edition's public address (default: repository.url of _config.yml)"
-            )
-            p.add_argument("--branch", help="the term's branch or tag (default: repository.branch of _config.yml)")
-        elif name == "extend":
-            p.add_argument("section", help="the assignment (section)")
-            p.add_argument("student", help="the student id")
-            p.add_argument("--hours", type=float, required=True, help="hours past the due date (0 withdraws)")
-            p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
-            p.add_argument(
-                "--new-student",
-                action="store_true",
-                help="the student has handed in nothing yet (not in the gradebook)",
-            )
-        elif name == "term":
-            pass
-        elif name == "regrade":
-            actions = p.add_subparsers(dest="action", required=True)
-            a = actions.add_parser(
-                "import", help="read a form's CSV: student,section,cell,reason (or 学号,作业,单元,理由)"
-            )
-            a.add_argument("file")
-            a = actions.add_parser("list", help="the open requests, with each cell's score now")
-            a.add_argument("sections", nargs="*")
-            a = actions.add_parser("decide", help="close a request: --keep or --score X, with --reason")
-            a.add_argument("id", help="the request's id, e.g. r3")
-            a.add_argument("--score", type=float, help="the cell's new score (written as its manual score)")
-            a.add_argument("--keep", action="store_true", help="the score stands")
-            a.add_argument("--reason", required=True, help="why (the student reads it)")
-        elif name == "collect":
-            p.add_argument("section", help="the assignment (section) the download belongs to")
-            p.add_argument(
-                "--exchange",
-                action="store_true",
-                help="collect from nbgrader's exchange (nbgrader collect --update), owner and times checked",
-            )
-            p.add_argument("--zip", help="the zip downloaded from the LMS (copied into downloaded/<section>/archive/)")
-            p.add_argument("--force", action="store_true", help="replace submissions already in submitted/")
-        else:
-            p.add_argument("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
-        if name == "regenerate":
-            p.add_argument(
-                "--keep-spread",
-                action="store_true",
-                help="keep the measured spread stored in autograder/data (measure only new or changed checks)",
-            )
-        if name == "autograde":
-            p.add_argument("--student", action="append", help="only this student (repeatable)")
-            p.add_argument("--force", action="store_true", help="regrade submissions already graded")
-            p.add_argument("--workers", type=int, default=1, help="submissions graded in parallel (default 1)")
-            p.add_argument(
-                "--scheduler",
-                help="grade on Dask: 'local' (a cluster of --workers processes here), a scheduler address "
-                "(tcp://host:8786) or a scheduler file (*.json); the course folder must be shared by all workers",
-            )
-        if name == "report":
-            p.add_argument(
-                "--out", default=str(COURSE / "reports"), help="folder for the reports (default assignments/reports)"
-            )
-        if name == "similarity":
-            p.add_argument(
-                "--out",
-                default=str(COURSE / "similarity"),
-                help="folder to write <exercise>/ into (default assignments/similarity)",
-            )
+        for flags, options in arguments:
+            p.add_argument(*flags, **options)
+        if actions:
+            chosen = p.add_subparsers(dest="action", required=True)
+            for action, (action_help, action_arguments) in actions.items():
+                a = chosen.add_parser(action, help=action_help)
+                for flags, options in action_arguments:
+                    a.add_argument(*flags, **options)
     args = parser.parse_args(argv)
     args.fn(args)
 
