@@ -248,7 +248,7 @@ def test_feedback_hides_tests_and_data(graded, tmp_path):
     assert leaky != page
     assert any(f"{expected:.8f}" in p for p in check_feedback_html(leaky, hidden, data_values(data)))
     assert check_feedback_html(page, hidden, data_values(data)) == []
-    english = page.replace("[s04_1_ex1] fd_grad: 通过", "[s04_1_ex1] fd_grad: passed", 1)
+    english = page.replace("[s04_1_ex1] fd_grad: 完全通过", "[s04_1_ex1] fd_grad: passed", 1)
     english = "".join(ch for ch in english if not "\u4e00" <= ch <= "\u9fff")
     assert any("没有中文" in p for p in check_feedback_html(english, hidden, []))
     assert any("不是中文" in p for p in check_feedback_html(english, hidden, []))

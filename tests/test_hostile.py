@@ -402,7 +402,7 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, stude
     if student == "output-flood":
         assert text.count("得分 3/3") < 1000  # nbgrader's LimitOutput cut the flood
     if student == "forged-record":  # the well-formed forged record is scored on its numbers, which are wrong
-        assert "[s04_1_ex1] fd_grad: 通过 0/3" in text, text[-2000:]
+        assert "[s04_1_ex1] fd_grad: 完全通过 0/3" in text, text[-2000:]
     if student in ("rebind-grade", "edit-graded-cell"):
         assert "得分 3/3" not in text.replace("得分 0/3", "")  # the imitated pass is gone from the graded cell
     if student == "leftovers-and-network":

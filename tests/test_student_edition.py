@@ -12,6 +12,7 @@ import ast
 import contextlib
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -217,6 +218,7 @@ def test_a_leak_in_what_the_edition_is_made_from_fails_the_command(tmp_path, mon
     files = tmp_path / "edition-files"
     files.mkdir()
     (files / "README.md").write_text(f"# 学生版\n\n提示：{rubric}\n", encoding="utf-8")
+    shutil.copy(student_edition.EDITION_FILES / "gitignore", files / "gitignore")
     monkeypatch.setattr(student_edition, "EDITION_FILES", files)
     printed = io.StringIO()
     with contextlib.redirect_stderr(printed), pytest.raises(SystemExit, match="NOT safe to publish"):
