@@ -10,7 +10,7 @@ Only what this environment alone can show is run here. tests/test_public_checks.
 cell after the reference solution in the instructors' environment, at the same pinned versions; what can differ
 on a student's machine is what got installed: a module or submodule a notebook imports, or an exercise's public
 cases in the installed ``course_check``. So the notebooks run here are the fewest whose imports (as dotted
-names, solutions included) cover every module any release notebook imports, at least one per section
+names, solutions included, the standard library left out) cover every module any release notebook imports
 (:func:`covering_notebooks`), and every exercise's public cases are loaded from the installed ``course_check``.
 What a blank release does is tested where it is cheaper: its public checks in tests/test_public_checks.py, its
 grading in tests/test_grading_pipeline.py. The install's time and size and the slowest notebook are printed
@@ -20,6 +20,7 @@ grading in tests/test_grading_pipeline.py. The install's time and size and the s
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -163,7 +164,8 @@ def _run(python: Path, notebooks: list[Path]) -> dict:
 
 
 def imported_modules(nb: nbformat.NotebookNode) -> set[str]:
-    """Every module a notebook's code cells import, with each parent package (``mujoco.mjx`` -> ``mujoco``)."""
+    """Every installed, non-standard-library module a notebook's code cells import, with each parent package
+    (``mujoco.mjx`` -> ``mujoco``); ``from a import b`` counts ``a.b`` only when ``b`` is a module."""
     names = set()
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -174,41 +176,48 @@ def imported_modules(nb: nbformat.NotebookNode) -> set[str]:
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.add(node.module)
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)  # may be a submodule
-    return {".".join(name.split(".")[:k]) for name in names for k in range(1, name.count(".") + 2)}
+                names.update(
+                    f"{node.module}.{alias.name}" for alias in node.names if _is_module(f"{node.module}.{alias.name}")
+                )
+    every = {".".join(name.split(".")[:k]) for name in names for k in range(1, name.count(".") + 2)}
+    return {name for name in every if name.split(".")[0] not in sys.stdlib_module_names}
 
 
-def covering_notebooks(notebooks: dict[str, tuple[str, set[str]]]) -> list[str]:
-    """The fewest notebooks (greedy set cover) whose imports cover every notebook's, one per section at least.
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
-    ``notebooks``: ``{name: (section, imported modules)}``.
-    """
-    need = {("section", section) for section, _ in notebooks.values()}
-    need |= {("module", m) for _, modules in notebooks.values() for m in modules}
-    offers = {
-        name: {("section", section)} | {("module", m) for m in modules}
-        for name, (section, modules) in notebooks.items()
-    }
+
+def covering_notebooks(notebooks: dict[str, tuple[int, set[str]]]) -> list[str]:
+    """The fewest notebooks (greedy set cover, the shorter first among equals) whose imports cover every
+    notebook's. ``notebooks``: ``{name: (lines of code, imported modules)}``."""
+    need = {m for _, modules in notebooks.values() for m in modules}
     chosen = []
     while need:
-        best = max(sorted(offers), key=lambda name: len(offers[name] & need))
+        best = max(sorted(notebooks), key=lambda name: (len(notebooks[name][1] & need), -notebooks[name][0]))
         chosen.append(best)
-        need -= offers.pop(best)
+        need -= notebooks[best][1]
     return chosen
 
 
-def test_covering_notebooks_covers_modules_and_sections():
+def test_covering_notebooks_covers_every_module_with_the_fewest_and_shortest():
     notebooks = {
-        "a1": ("a", {"jax", "numpy"}),
-        "a2": ("a", {"jax"}),
-        "a3": ("a", {"mujoco", "mujoco.mjx"}),
-        "b1": ("b", {"jax"}),
+        "a1": (30, {"jax", "numpy"}),
+        "a2": (10, {"jax", "numpy"}),
+        "a3": (50, {"mujoco", "mujoco.mjx"}),
+        "b1": (5, {"jax"}),
     }
-    assert sorted(covering_notebooks(notebooks)) == ["a1", "a3", "b1"]
+    assert sorted(covering_notebooks(notebooks)) == ["a2", "a3"]
     nb = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("%matplotlib inline\nimport jax.numpy as jnp\nfrom mujoco import mjx")]
+        cells=[
+            nbformat.v4.new_code_cell(
+                "%matplotlib inline\nimport math, jax.numpy as jnp\nfrom jax import scipy, jit\nfrom typing import NamedTuple"
+            )
+        ]
     )
-    assert imported_modules(nb) == {"jax", "jax.numpy", "mujoco", "mujoco.mjx"}
+    assert imported_modules(nb) == {"jax", "jax.numpy", "jax.scipy"}  # jit is a function; math, typing stdlib
 
 
 def test_every_exercise_has_its_public_cases_in_the_installed_course_check(student):
@@ -233,7 +242,8 @@ def test_the_release_notebooks_run_with_their_solutions(student, tmp_path):
         release = nbformat.read(release_path, as_version=4)
         source = complete_metadata(jupytext.read(md), md.name)
         solved[md.stem] = (md, release_path.with_name(f"{md.stem}-solved.ipynb"), _solved(release, source))
-        imports[md.stem] = (md.parent.name, imported_modules(solved[md.stem][2]))
+        code = sum(len(c.source.splitlines()) for c in solved[md.stem][2].cells if c.cell_type == "code")
+        imports[md.stem] = (code, imported_modules(solved[md.stem][2]))
     chosen = covering_notebooks(imports)
     print(f"\nrunning {len(chosen)} of {len(solved)} solved notebooks: {', '.join(sorted(chosen))}")
     for stem in chosen:  # beside the release: the same working folder
