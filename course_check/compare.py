@@ -125,12 +125,13 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     result much closer to a catalogued mistake than to the reference, then a near miss.
     """
     near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
+    nonzero = bool(np.any(exp))  # an all-zero reference has no sign, factor or nearness to speak of
     for name, alt in (mistakes or {}).items():
         if np.shape(alt) == exp.shape and near(alt):
             return _mistake_message(name, messages)
-    if np.max(np.abs(exp)) > 0 and not np.any(got):
+    if nonzero and not np.any(got):
         return "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
-    if np.max(np.abs(exp)) > 0 and near(-exp):
+    if nonzero and near(-exp):
         return "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
     if exp.ndim == 2 and exp.shape[0] == exp.shape[1] and not _symmetric(exp) and near(exp.T):
         return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
@@ -164,7 +165,7 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     if close and close[0][0] <= 0.25 * err:
         name = close[0][1]
         return _mistake_message(name, messages)
-    if np.max(np.abs(exp)) > 0 and err <= NEAR_MISS:
+    if nonzero and err <= NEAR_MISS:
         return (
             "结果离参考值很近，只是没有达到要求的精度：做法多半是对的，检查精度从哪里丢的——例如用了 float32、"
             "用差分代替了精确梯度、迭代没有收敛，或步长、容差设得太粗。"

@@ -33,7 +33,7 @@ import os
 import pwd
 import secrets
 import stat
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -95,7 +95,9 @@ def _iso(when: datetime) -> str:
     return when.isoformat(timespec="microseconds")
 
 
-def inspect(path: Path, student: str, section: str, named_time: datetime, *, check_owner: bool, grace: float) -> Vetted:
+def vet_folder(
+    path: Path, student: str, section: str, named_time: datetime, *, check_owner: bool, grace: float
+) -> Vetted:
     """What the files of one submission folder say about who handed it in and when."""
     top = os.lstat(path)
     owner = _account(top.st_uid)
@@ -168,7 +170,7 @@ class VettedCollect(ExchangeCollect):
         vetted = []
         for path in sorted(Path(self.inbound_path).glob(f"{student}+{self.coursedir.assignment_id}+*")):
             record = self._path_to_record(str(path))
-            v = inspect(
+            v = vet_folder(
                 path,
                 record["username"],
                 self.coursedir.assignment_id,
@@ -192,14 +194,11 @@ class VettedCollect(ExchangeCollect):
             for name, v in trusted.items()
             if v.verdict in (BACKDATED, CLOCK)
         }
-        self._write_journal([(v, r["filename"] in chosen, now) for r, v in vetted])
-
-    def _write_journal(self, rows) -> None:
-        for v, _, _ in rows:
+        seen = [replace(v, collected=r["filename"] in chosen, at=now) for r, v in vetted]
+        for v in seen:
             if line := explain(v):
                 self.log.warning(line)
-        records = [asdict(v) | {"collected": collected, "at": now} for v, collected, now in rows]
-        journal.append(self.coursedir.root, JOURNAL, *records)
+        journal.append(self.coursedir.root, JOURNAL, *map(asdict, seen))
 
     def do_copy(self, src, dest, log=None):
         super().do_copy(src, dest, log)
@@ -223,10 +222,10 @@ def collect_lines(course_dir: Path, section: str) -> list[str]:
     nbgrader(["collect", section, "--update"], course_dir)
     seen = read_journal(course_dir)[before:]
     lines = [line for v in seen if (line := explain(v))]
-    collected = sorted(v.student for v in seen if v.collected)
+    collected = sum(v.collected for v in seen)
     flagged = sum(v.verdict not in (OK, UNCHECKED) for v in seen)
     lines.append(
-        f"{section}：检查了 {len(seen)} 份提交，收取 {len(collected)} 位学生的最新提交"
+        f"{section}：检查了 {len(seen)} 份提交，收取 {collected} 位学生的最新提交"
         + (f"；{flagged} 份有问题（见上），详情在 {journal.path(course_dir, JOURNAL)}" if flagged else "")
     )
     if any(v.verdict == UNCHECKED for v in seen):

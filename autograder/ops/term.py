@@ -35,7 +35,7 @@ JOURNAL = "extensions"  # .grading/audit/extensions.jsonl (autograder/verdict/jo
 EXTENSIONS_FILE = journal.FOLDER / f"{JOURNAL}.jsonl"
 #: the longest extension, hard deadline or lateness a term can mean: half a year
 MAX_DAYS = 183
-#: a student id: what nbgrader accepts in a folder name (no separators, spaces or control characters)
+#: a student id: one path component without white space (no '/', '\\', spaces, tabs or newlines)
 STUDENT_ID = re.compile(r"[^\s/\\]{1,128}")
 
 
@@ -143,17 +143,18 @@ def extensions(course_dir: Path) -> dict[tuple[str, str], Extension]:
     return out
 
 
-def known_students(course_dir: Path) -> set[str]:
-    """Students the course knows: in the gradebook (roster or graded) or with a folder in ``submitted/``."""
+def _released_and_known(course_dir: Path) -> tuple[set[str], set[str]]:
+    """The released sections (in the gradebook) and the students the course knows: in the gradebook (roster
+    or graded) or with a folder in ``submitted/``; one gradebook read."""
     from nbgrader.api import Gradebook
 
     from autograder.ops.nbgrader_run import gradebook_url, prepare_gradebook
 
     prepare_gradebook(course_dir)
     with Gradebook(gradebook_url(course_dir)) as gb:
-        known = {st.id for st in gb.students}
+        released, known = {a.name for a in gb.assignments}, {st.id for st in gb.students}
     submitted = Path(course_dir) / "submitted"
-    return known | ({p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set())
+    return released, known | ({p.name for p in submitted.iterdir() if p.is_dir()} if submitted.is_dir() else set())
 
 
 def grant_extension(
@@ -174,9 +175,10 @@ def grant_extension(
         raise ValueError(f"{student!r} is not a student id (no spaces, '/' or '\\')")
     load_term(course_dir)  # a broken term.toml would fail the grant after it was written
     extensions(course_dir)  # so would a broken extensions record
-    if section not in released_sections(course_dir):
+    released, known = _released_and_known(course_dir)
+    if section not in released:
         raise ValueError(f"{section} is not released (not in the gradebook): release it before granting extensions")
-    if not new_student and student not in known_students(course_dir):
+    if not new_student and student not in known:
         raise ValueError(
             f"unknown student {student!r}: not in the gradebook and nothing in submitted/; check the id, or grant "
             "to a student who has not handed anything in yet with --new-student"
@@ -192,17 +194,6 @@ def grant_extension(
     journal.append(course_dir, JOURNAL, asdict(grant))
     apply_term(course_dir)
     return grant
-
-
-def released_sections(course_dir: Path) -> set[str]:
-    """The assignments in the course's gradebook (``nbgrader generate_assignment`` puts them there)."""
-    from nbgrader.api import Gradebook
-
-    from autograder.ops.nbgrader_run import gradebook_url, prepare_gradebook
-
-    prepare_gradebook(course_dir)
-    with Gradebook(gradebook_url(course_dir)) as gb:
-        return {a.name for a in gb.assignments}
 
 
 def _utc_naive(when: datetime) -> datetime:
