@@ -29,7 +29,7 @@ help:
 	@echo "make course-lib-wheel course_lib's own wheel into _build/wheels/"
 	@echo "make student-lock     regenerate edition/requirements.lock (the edition's install file)"
 	@echo "make clean     remove build outputs (keeps the venv)"
-	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | selftest | similarity (see README)"
+	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | stats | selftest | similarity (see README)"
 
 venv: $(STAMP)
 
@@ -109,7 +109,7 @@ clean:
 	rm -rf _build .pytest_cache
 
 # --- instructor commands (see README "For instructors") ---------------------------------
-.PHONY: regenerate release warm-cache grade feedback grades grades-canvas grades-moodle report selftest similarity
+.PHONY: regenerate release warm-cache grade feedback grades grades-canvas grades-moodle report stats selftest similarity
 
 regenerate: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder regenerate
@@ -137,6 +137,9 @@ grades-moodle: $(STAMP)
 
 report: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder report
+
+stats: $(STAMP)
+	$(RUN) $(BIN)/python -m autograder stats
 
 selftest: $(STAMP)
 	$(RUN) $(BIN)/python -m autograder selftest

@@ -55,13 +55,32 @@ def tolerance(kind: str, reference_dtype=REFERENCE_DTYPE) -> float:
     return {"exact": 1e4 * eps, "finite_difference": 1e3 * np.sqrt(eps), "loose": 1e-3, "integer": 0.0}[kind]
 
 
+#: the generic rules' codes (``Verdict.diagnosis`` when no catalogued mistake matched), in English for reports
+RULES = {
+    "type": "not a numeric array",
+    "shape": "wrong shape",
+    "transpose": "transposed (rows and columns swapped)",
+    "nonfinite": "NaN or Inf in the result",
+    "zero": "all zero (a cut graph?)",
+    "sign": "flipped sign",
+    "ratio": "off by a constant factor",
+    "offset": "off by a constant offset",
+    "near_miss": "close, but not accurate enough",
+}
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """Outcome of one comparison; ``message`` is the Chinese feedback (empty when passed)."""
+    """Outcome of one comparison; ``message`` is the Chinese feedback (empty when passed).
+
+    ``diagnosis`` names what the message diagnoses, for statistics: the catalogued mistake's name when one
+    matched, else one of the codes of :data:`RULES`, else ``""`` (passed, or failed with no diagnosis).
+    """
 
     passed: bool
     message: str
     rel_error: float = float("nan")
+    diagnosis: str = ""
 
 
 def _as_array(value):
@@ -88,12 +107,13 @@ def _precision_note(dtype_name: str) -> str:
     )
 
 
-def _shape_message(got, exp) -> str:
+def _shape_message(got, exp) -> tuple[str, str]:
+    """``(diagnosis code, message)`` of a result whose shape is not the reference's."""
     if got.ndim == 2 and got.T.shape == exp.shape and np.allclose(got.T, exp, rtol=1e-6, atol=1e-12):
-        return f"形状为 {got.shape}，应为 {exp.shape}：雅可比矩阵被转置了（行对应输出，列对应输入）。"
+        return "transpose", f"形状为 {got.shape}，应为 {exp.shape}：雅可比矩阵被转置了（行对应输出，列对应输入）。"
     if got.size == exp.size:
-        return f"形状为 {got.shape}，应为 {exp.shape}：元素个数对，但排列方式不对（检查 reshape/转置）。"
-    return f"形状为 {got.shape}，应为 {exp.shape}。"
+        return "shape", f"形状为 {got.shape}，应为 {exp.shape}：元素个数对，但排列方式不对（检查 reshape/转置）。"
+    return "shape", f"形状为 {got.shape}，应为 {exp.shape}。"
 
 
 def _first_index(wrong) -> str:
@@ -117,8 +137,9 @@ def _symmetric(exp) -> bool:
     return bool(np.allclose(exp, exp.T, rtol=1e-9, atol=0.0))
 
 
-def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
-    """The likely mistake behind a failed float comparison, in Chinese ("" when none is recognised).
+def _diagnosis(got, exp, scale, tol, mistakes, messages) -> tuple[str, str]:
+    """``(code, Chinese message)`` of the likely mistake behind a failed float comparison (``("", "")`` when none
+    is recognised; the code is the mistake's name or one of :data:`RULES`).
 
     A catalogued mistake is matched first (its own message is the most precise), then the generic patterns
     (all zero, a flipped sign, a transposed non-symmetric Jacobian, a constant factor or offset), then a
@@ -128,19 +149,22 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     nonzero = bool(np.any(exp))  # an all-zero reference has no sign, factor or nearness to speak of
     for name, alt in (mistakes or {}).items():
         if np.shape(alt) == exp.shape and near(alt):
-            return _mistake_message(name, messages)
+            return name, _mistake_message(name, messages)
     if nonzero and not np.any(got):
-        return "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。"
+        return (
+            "zero",
+            "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。",
+        )
     if nonzero and near(-exp):
-        return "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
+        return "sign", "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
     if exp.ndim == 2 and exp.shape[0] == exp.shape[1] and not _symmetric(exp) and near(exp.T):
-        return "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
+        return "transpose", "结果是参考值的转置：雅可比矩阵的行应对应输出、列应对应输入。"
     flat_e, flat_g = exp.ravel(), got.ravel()
     mask = np.abs(flat_e) > 1e-12 * scale
     ratios = flat_g[mask] / flat_e[mask]
     # a constant ratio only means something when several entries share it, and when it is not 1 up to rounding
     if ratios.size > 1 and np.allclose(ratios, ratios[0], rtol=1e-6) and abs(ratios[0] - 1) > max(tol, 1e-6):
-        return f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
+        return "ratio", f"结果处处是参考值的 {ratios[0]:.4g} 倍：可能漏了或多乘了一个常数因子（例如步长 h 或 1/2）。"
     # a constant offset: on a log scale (log10 of an error, of a norm) that is a missing constant factor
     offsets = flat_g - flat_e
     if (
@@ -148,7 +172,7 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
         and np.allclose(offsets, offsets[0], rtol=1e-6, atol=tol * scale)
         and abs(offsets[0]) > max(tol, 1e-6) * scale
     ):
-        return (
+        return "offset", (
             f"结果处处比参考值多了同一个常数 {offsets[0]:.4g}：若这是对数尺度上的量（例如 log10 误差或范数），"
             f"相当于原来的量漏乘或多乘了因子 10^{offsets[0]:.4g} ≈ {10.0 ** offsets[0]:.4g}（例如少了 1/2 或步长 h）；"
             "否则检查是否多加或漏加了一个常数项。"
@@ -164,13 +188,13 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> str:
     )
     if close and close[0][0] <= 0.25 * err:
         name = close[0][1]
-        return _mistake_message(name, messages)
+        return name, _mistake_message(name, messages)
     if nonzero and err <= NEAR_MISS:
-        return (
+        return "near_miss", (
             "结果离参考值很近，只是没有达到要求的精度：做法多半是对的，检查精度从哪里丢的——例如用了 float32、"
             "用差分代替了精确梯度、迭代没有收敛，或步长、容差设得太粗。"
         )
-    return ""
+    return "", ""
 
 
 def compare(
@@ -203,13 +227,16 @@ def compare(
     exp = np.asarray(expected, dtype=np.float64)
     got, dtype_name, problem = _as_array(student)
     if got is None:
-        return Verdict(False, problem)
+        return Verdict(False, problem, diagnosis="type")
     if got.shape != exp.shape:
-        return Verdict(False, _shape_message(got, exp))
+        code, text = _shape_message(got, exp)
+        return Verdict(False, text, diagnosis=code)
     if not np.all(np.isfinite(got)):
         n_bad = int(np.sum(~np.isfinite(got)))
         hint = (messages or {}).get(NONFINITE, "检查除零、对负数开方、或发散的仿真。")
-        return Verdict(False, f"结果中有 {n_bad} 个 NaN 或 Inf：{hint}{_precision_note(dtype_name)}")
+        return Verdict(
+            False, f"结果中有 {n_bad} 个 NaN 或 Inf：{hint}{_precision_note(dtype_name)}", diagnosis="nonfinite"
+        )
 
     if kind == "integer":  # ids, modes, counts: equal or not; the float diagnoses would mislead
         wrong = int(np.sum(got != exp))
@@ -218,20 +245,24 @@ def compare(
         # a catalogued mistake is named when the result is four times closer to it than to the reference,
         # in entries that differ (as for floats, below: a mistake's own integers can move by an entry across
         # machines, e.g. where a plateau's edge is rounding-dominated); several can match: name each
-        named = [
-            _mistake_message(name, messages)
+        differ = {
+            name: int(np.sum(got != np.asarray(alt, dtype=np.float64)))
             for name, alt in (mistakes or {}).items()
-            if np.shape(alt) == exp.shape and np.sum(got != np.asarray(alt, dtype=np.float64)) <= 0.25 * wrong
-        ]
+            if np.shape(alt) == exp.shape
+        }
+        named = [name for name, n in differ.items() if n <= 0.25 * wrong]
         text = f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同{_first_index(got != exp)}。"
-        return Verdict(False, text + "也可能是：".join(named), float(wrong))
+        # the diagnosis is the closest of those named (the first in the catalogue's order among equals)
+        closest = min(named, key=lambda name: differ[name], default="")
+        message = text + "也可能是：".join(_mistake_message(name, messages) for name in named)
+        return Verdict(False, message, float(wrong), closest)
 
     scale = max(float(np.max(np.abs(exp))) if exp.size else 0.0, 1e-300)
     tol = tolerance(kind) if rtol is None else float(rtol)
     err = _rel_error(got, exp, scale)
     if exp.size == 0 or float(np.max(np.abs(got - exp))) <= tol * scale + float(atol):
         return Verdict(True, "", err)
-    reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
+    code, reason = _diagnosis(got, exp, scale, tol, mistakes, messages)
     outside = np.abs(got - exp) > tol * scale + float(atol)
     where = f"，{int(np.sum(outside))}/{exp.size} 个元素超出容差{_first_index(outside)}" if exp.size > 1 else ""
     if np.any(exp):
@@ -241,5 +272,8 @@ def compare(
         got_max = float(np.max(np.abs(got)))
         detail = f"参考值全为零，你的结果最大绝对值为 {got_max:.2e}（允许的绝对误差 {float(atol):.1e}）{where}。"
     return Verdict(
-        False, detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name), err
+        False,
+        detail + (reason or "没有识别出常见错误模式，请对照推导逐步检查。") + _precision_note(dtype_name),
+        err,
+        code,
     )

@@ -12,6 +12,10 @@ mistakes' ``messages``, the call convention (``params``, ``signature``) and ``ca
 **Partial credit.** Each case is worth the same share of the points; within a case each output
 earns its ``weight`` (equal by default) when it passes. A case whose call failed earns nothing.
 Expected values are never printed.
+
+**Diagnoses.** Besides the feedback, :class:`Scored` says per case and output what was diagnosed
+(``None``: passed; a catalogued mistake's name, a code of :data:`course_check.compare.RULES` or of
+:data:`CALL_RULES`; ``""``: failed with no diagnosis), so that grading can count how often each fired.
 """
 
 from __future__ import annotations
@@ -22,11 +26,24 @@ from course_check.compare import compare
 from course_check.protocol import MalformedRecord, Unsupported, decode
 
 
+#: codes of a case whose call gave no value to compare, in English for reports
+CALL_RULES = {
+    "not_callable": "not a function",
+    "not_implemented": "not implemented (NotImplementedError)",
+    "arguments": "arguments differ from the template",
+    "error": "raised an error",
+    "outputs": "wrong number of returned values",
+}
+
+
 @dataclass(frozen=True)
 class Scored:
+    """A check's score and feedback; ``diagnoses[case][output]`` as the module docstring says."""
+
     earned: float
     points: float
     feedback: str
+    diagnoses: tuple[tuple[str | None, ...], ...] = ()
 
 
 def _split(value, n):
@@ -38,7 +55,8 @@ def _split(value, n):
 
 
 def _call_problem(name: str, spec: dict, result) -> str | None:
-    """What the feedback says of a case whose call did not return a value (``None`` when it did)."""
+    """What the feedback says of a case whose call did not return a value (``None`` when it did); the
+    record's status is then the case's code of :data:`CALL_RULES`."""
     status = result.get("status") if isinstance(result, dict) else None
     if status == "ok":
         return None
@@ -56,20 +74,26 @@ def _call_problem(name: str, spec: dict, result) -> str | None:
     raise MalformedRecord("unknown status")
 
 
-def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str]]:
-    """``(passed per output, what the feedback says of this case)``; each line follows the case's name."""
+def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str], list[str | None]]:
+    """``(passed per output, what the feedback says of this case, diagnosis per output)``; each line follows
+    the case's name."""
     outputs = spec["outputs"]
     problem = _call_problem(name, spec, result)
     if problem is not None:
-        return [False] * len(outputs), [problem]
+        return [False] * len(outputs), [problem], [result["status"]] * len(outputs)
     parts = _split(decode(result.get("value")), len(outputs))
     if parts is None:
         labels = "、".join(o["label"] for o in outputs)
-        return [False] * len(outputs), [f"：`{name}` 应返回 {len(outputs)} 个值（{labels}）。"]
-    passed, lines = [], []
+        return (
+            [False] * len(outputs),
+            [f"：`{name}` 应返回 {len(outputs)} 个值（{labels}）。"],
+            ["outputs"] * len(outputs),
+        )
+    passed, lines, codes = [], [], []
     for j, (output, got) in enumerate(zip(outputs, parts)):
         if isinstance(got, Unsupported):
             passed.append(False)
+            codes.append("type")
             lines.append(f"，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
             continue
         mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
@@ -84,10 +108,11 @@ def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[s
             atol=output.get("atol", 0.0),
         )
         passed.append(verdict.passed)
+        codes.append(None if verdict.passed else verdict.diagnosis)
         if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case
             same = any(line.endswith(verdict.message) for line in lines)
             lines.append(f"，{output['label']}：{'同上。' if same else verdict.message}")
-    return passed, lines
+    return passed, lines, codes
 
 
 def score_results(exercise: str, name: str, kind: str, spec: dict, results: list) -> Scored:
@@ -102,8 +127,10 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     weights = [float(o.get("weight", 1.0)) for o in outputs]
     share, full, per_output = 0.0, 0, [0] * len(outputs)
     said: dict[str, list[str]] = {}  # what a line says -> the cases it is said of (the same line once)
+    diagnoses = []
     for i, (case, result) in enumerate(zip(cases, results), start=1):
-        passed, case_lines = _case(name, spec, case, result)
+        passed, case_lines, codes = _case(name, spec, case, result)
+        diagnoses.append(tuple(codes))
         share += sum(w for w, ok in zip(weights, passed) if ok) / sum(weights)
         full += all(passed)
         per_output = [n + ok for n, ok in zip(per_output, passed)]
@@ -117,4 +144,4 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     if len(outputs) > 1 and full < len(cases):
         each = "，".join(f"{o['label']} {n}/{len(cases)}" for o, n in zip(outputs, per_output))
         header += f"（部分得分：各项输出通过的测试数为 {each}）"
-    return Scored(earned, points, "\n".join([header, *lines]))
+    return Scored(earned, points, "\n".join([header, *lines]), tuple(diagnoses))

@@ -382,6 +382,34 @@ def cmd_report(args):
         raise SystemExit(1)
 
 
+@command(
+    "stats",
+    "what the class got wrong: per check, mean score, passed, each mistake's count (stats.csv, stats.png)",
+    SECTIONS_ARG,
+    arg(
+        "--out",
+        default=str(COURSE / "reports"),
+        help="folder for stats.csv and stats.png (default assignments/reports)",
+    ),
+)
+def cmd_stats(args):
+    from autograder.ops.stats import class_stats, table_lines, write_csv
+    from autograder.ops.stats_figure import stats_figure
+
+    try:
+        stats = class_stats(COURSE, _sections(args))
+    except ValueError as exc:  # a damaged line of a diagnoses journal: say which file and line
+        raise SystemExit(f"stats: {exc}") from None
+    if not stats:
+        print("还没有评分记录：先评分（make grade），评分时会记下每个评分单元的诊断")
+        return
+    for line in table_lines(stats):
+        print(line)
+    out = Path(args.out)
+    for path in (write_csv(stats, out / "stats.csv"), stats_figure(stats, out / "stats.png")):
+        print(f"wrote {path}")
+
+
 @command("selftest", "grade reference, blank and wrong pseudo-students through nbgrader", SECTIONS_ARG)
 def cmd_selftest(args):
     from autograder.authoring import regenerate as data

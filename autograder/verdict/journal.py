@@ -3,14 +3,17 @@
 A journal is ``<course>/.grading/audit/<name>.jsonl``: one JSON object per line, ASCII-escaped (a student id or a
 reason may hold any character, even an undecodable one, and the file stays valid UTF-8), never rewritten.
 Journals kept: ``extensions`` (:mod:`autograder.ops.term`), ``regrades`` (:mod:`autograder.verdict.regrades`),
-``collect`` (:mod:`autograder.ops.exchange_collect`) and one per section for score changes
-(:mod:`autograder.ops.audit`). Separate files, because each is read alone and by different people; one format.
+``collect`` (:mod:`autograder.ops.exchange_collect`), one per section for score changes
+(:mod:`autograder.ops.audit`) and one per section for what grading diagnosed, ``diagnoses-<section>``
+(:mod:`autograder.verdict.diagnoses`). Separate files, because each is read alone and by different people; one
+format.
 
 Whoever appends does it through :func:`locked` (an exclusive ``flock`` on ``<name>.lock`` beside the journal):
 reading the records, deriving from them (the next request id) and appending happen as one step, so two
 teaching assistants importing at once never hand out the same id. Times are :func:`now`: UTC, ISO 8601, seconds.
 
-In the verdict zone because feedback reads the regrade journal; the standard library only.
+In the verdict zone because feedback reads the regrade journal and the verdict appends its diagnoses; the standard
+library only.
 """
 
 from __future__ import annotations

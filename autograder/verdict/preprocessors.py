@@ -5,18 +5,23 @@ nbgrader process. For every graded code cell it takes the results the kernel rec
 (:mod:`autograder.kernel.capture`, format in :mod:`course_check.protocol`), scores them against the
 reference data (:mod:`autograder.verdict.score`) and REPLACES the cell's outputs with the feedback and
 the score. Nothing the student's code printed or returned in that cell counts, and a cell without
-exactly one well-formed record scores zero.
+exactly one well-formed record scores zero. What each graded cell scored and which mistakes were diagnosed
+goes into the course's diagnoses journal (:mod:`autograder.verdict.diagnoses`), for ``python -m autograder stats``.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
+from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from course_check.protocol import MIME, MalformedRecord
-from autograder.verdict.score import score
+from autograder.verdict import diagnoses
+from autograder.verdict.diagnoses import CellDiagnosis
+from autograder.verdict.score import scored_record
 
 
 def _error(ename: str, text: str) -> NotebookNode:
@@ -41,10 +46,22 @@ def _score_output(points: float) -> NotebookNode:
 
 def verdict_outputs(cell) -> list:
     """The outputs a graded cell gets in place of whatever the student's kernel produced."""
+    return cell_verdict(cell)[0]
+
+
+def cell_verdict(cell) -> tuple[list, CellDiagnosis]:
+    """:func:`verdict_outputs`, and what the cell scored and was diagnosed with."""
+    meta = cell.metadata.get("nbgrader", {})
     calls = GRADE_CALL.findall(cell.source)
+
+    def failed(outputs: list, problem: str) -> tuple[list, CellDiagnosis]:
+        check = ".".join(calls[0]) if len(calls) == 1 else ""
+        points = float(meta.get("points") or 0)
+        return outputs, CellDiagnosis(str(meta.get("grade_id", "")), check, 0.0, points, (), problem)
+
     if len(calls) != 1:  # an instructor error (tests/test_grading_pipeline.py checks every source): zero, visibly
         text = "评分单元配置错误：应当恰好调用一次 autograder.grade。请联系教师。"
-        return [_stdout(text), _error("GradingCellMisconfigured", text)]
+        return failed([_stdout(text), _error("GradingCellMisconfigured", text)], "misconfigured")
     exercise, name = calls[0]
     errors = [o for o in cell.outputs if o.output_type == "error"]
     records = [
@@ -56,23 +73,45 @@ def verdict_outputs(cell) -> list:
     # traceback quotes this hidden cell's source, so only the error's name and message are kept
     if errors or not records:
         shown = [_error(str(e.get("ename", ""))[:100], str(e.get("evalue", ""))[:300]) for e in errors[:1]]
-        return [_stdout(f"[{exercise}] {name}: {NO_RECORD}"), *(shown or [_error("NoResultRecord", NO_RECORD)])]
+        outputs = [_stdout(f"[{exercise}] {name}: {NO_RECORD}"), *(shown or [_error("NoResultRecord", NO_RECORD)])]
+        return failed(outputs, "no_record")
     if len(records) > 1:
-        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)]
+        return failed(
+            [_stdout(f"[{exercise}] {name}: {BAD_RECORD}"), _error("MalformedResultRecord", BAD_RECORD)], "malformed"
+        )
     try:
-        earned, _, feedback = score(exercise, name, records[0])
+        scored = scored_record(exercise, name, records[0])
     except (MalformedRecord, RecursionError, TypeError, ValueError, KeyError, IndexError) as exc:
         # whatever a forged record makes the verdict raise costs this cell, never the grading run
         detail = "" if isinstance(exc, MalformedRecord) else f"（{type(exc).__name__}）"
-        return [_stdout(f"[{exercise}] {name}: {BAD_RECORD}{detail}"), _error("MalformedResultRecord", BAD_RECORD)]
-    return [_stdout(feedback), _score_output(earned)]
+        outputs = [_stdout(f"[{exercise}] {name}: {BAD_RECORD}{detail}"), _error("MalformedResultRecord", BAD_RECORD)]
+        return failed(outputs, "malformed")
+    diagnosis = CellDiagnosis(
+        meta.get("grade_id", ""), f"{exercise}.{name}", scored.earned, scored.points, scored.diagnoses
+    )
+    return [_stdout(scored.feedback), _score_output(scored.earned)], diagnosis
+
+
+def _course_root(preprocessor) -> Path | None:
+    """The course folder of the nbgrader converter running ``preprocessor`` (None outside one)."""
+    parent = preprocessor.parent
+    while parent is not None and not isinstance(parent, BaseConverter):
+        parent = parent.parent
+    return None if parent is None else Path(parent.coursedir.root)
 
 
 class ExternalVerdict(NbGraderPreprocessor):
-    """Score every autograded cell from its recorded results, outside the student's kernel."""
+    """Score every autograded cell from its recorded results, outside the student's kernel, and record what
+    was diagnosed (:mod:`autograder.verdict.diagnoses`; one record per notebook, kept in local variables only)."""
 
-    def preprocess_cell(self, cell, resources, index):
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            cell.outputs = verdict_outputs(cell)
-        return cell, resources
+    def preprocess(self, nb, resources):
+        graded = []
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+                cell.outputs, diagnosis = cell_verdict(cell)
+                graded.append(diagnosis)
+        course, ids = _course_root(self), resources.get("nbgrader", {})
+        if course is not None and {"assignment", "student", "notebook"} <= set(ids):
+            diagnoses.record(course, ids["assignment"], ids["student"], ids["notebook"], graded)
+        return nb, resources

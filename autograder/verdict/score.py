@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from autograder.verdict.data import load
 from course_check.protocol import MalformedRecord
-from course_check.scoring import score_results
+from course_check.scoring import Scored, score_results
 
 
 def score(exercise: str, name: str, record: dict) -> tuple[float, float, str]:
@@ -19,6 +19,12 @@ def score(exercise: str, name: str, record: dict) -> tuple[float, float, str]:
 
     Raises :class:`MalformedRecord` when the record is not one the capture side writes for this check.
     """
+    scored = scored_record(exercise, name, record)
+    return scored.earned, scored.points, scored.feedback
+
+
+def scored_record(exercise: str, name: str, record: dict) -> Scored:
+    """:func:`score`, with what was diagnosed per case and output (:class:`course_check.scoring.Scored`)."""
     if (
         not isinstance(record, dict)
         or not isinstance(record.get("results"), list)
@@ -26,5 +32,4 @@ def score(exercise: str, name: str, record: dict) -> tuple[float, float, str]:
         or record.get("name") != name
     ):
         raise MalformedRecord("not a results record of this check")
-    scored = score_results(exercise, name, "隐藏测试", load(exercise)[name], record["results"])
-    return scored.earned, scored.points, scored.feedback
+    return score_results(exercise, name, "隐藏测试", load(exercise)[name], record["results"])
