@@ -11,17 +11,31 @@ stage's bug is not charged again. ``with_pieces`` passes them after the case's i
 stage-4 wrappers also turn the case's terminal-value *name* into a function (grading knows one more than the
 public cases use) and ``long_run_summary`` reduces a long, chaotic training run to what is reproducible.
 
-S04.6:
+S04.5: ``complementarity`` grades a complementarity solve by the conditions that define it, as well as by its value.
 
-``count_loss_calls`` measures how many loss evaluations a student's ``directional_checks`` makes;
+S04.6 and S04.7: the grader owns what it counts. A counted exercise's graded function calls a notebook function
+by its global name (``loss``, ``forward_pass``, ``step``, ...); for the duration of one call the wrapper binds
+that name, in the function's own module namespace, to a counting stand-in whose count lives in the wrapper's
+closure, and restores the notebook's function afterwards. Nothing the student's code does to the notebook's
+own counters (``PASSES``, ``loss.calls``) reaches the count.
+
+``count_loss_calls`` (s04_6_ex2) measures how many loss evaluations a student's ``directional_checks`` makes;
 ``boolean_as_codes`` turns the boolean answer of ``ad_fd_disagreement`` into non-zero codes, so the
 comparison never meets an all-zero (all-agree) result it would misdiagnose.
 ``count_passes`` (s04_6_ex4) builds the hidden map ``f`` from a case's ``(n_steps, sample_steps)`` with the
-notebook's own ``pendulum_map`` and returns the student's result with the forward and reverse passes it made
-through the notebook's counting ``forward_pass`` / ``reverse_pass``.
+notebook's own ``pendulum_map``, hands the student an :class:`Opaque` stand-in of it (evaluable, not
+differentiable by JAX, so ``jax.jacfwd(f)`` cannot skip the passes) and returns the student's result with
+the forward and reverse passes it made.
+``watch_checkpoints`` (s04_7_ex4) returns the student's checkpointed value and gradient with how the
+schedule ran: the ``segment_backward`` calls made from the true checkpoints in reverse order, whether
+``step`` ran at most 3N times, and whether the states held at once stayed within the checkpointing bound.
 """
 
 from __future__ import annotations
+
+import contextlib
+import math
+import weakref
 
 import numpy as np
 
@@ -29,17 +43,78 @@ NO_CALLS = -1
 DISAGREE_CODE, AGREE_CODE = 1.0, 2.0
 
 
+class Counter:
+    """A call count only its owner changes: ``counter.counted(fn)`` is ``fn`` counting its calls."""
+
+    def __init__(self):
+        self._n = 0
+
+    @property
+    def calls(self) -> int:
+        return self._n
+
+    def counted(self, fn):
+        def counting(*args, **kwargs):
+            self._n += 1
+            return fn(*args, **kwargs)
+
+        return counting
+
+
+@contextlib.contextmanager
+def rebound(student_fn, **names):
+    """Bind ``names`` in ``student_fn``'s module namespace (the notebook's globals) for the block, then put
+    back what was there. A callable without a namespace of its own is called as it is."""
+    namespace = getattr(student_fn, "__globals__", None)
+    if namespace is None:
+        yield
+        return
+    missing = object()
+    saved = {name: namespace.get(name, missing) for name in names}
+    namespace.update(names)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+class _CountedLoss:
+    """The stand-in for the notebook's counting ``loss``: same call, a count the grader keeps."""
+
+    def __init__(self, fn, counter: Counter):
+        self._call, self._counter = counter.counted(fn), counter
+
+    def __call__(self, u):
+        return self._call(u)
+
+    @property
+    def calls(self) -> int:
+        return self._counter.calls
+
+    @calls.setter
+    def calls(self, value):
+        """Ignored: the grader's count is not the student's to set (``loss.calls = 0`` still runs)."""
+
+    def reset(self):
+        """Does nothing: the grader's count is not the student's to reset."""
+
+
 def count_loss_calls(student_fn, loss):
     """Wrap the student's ``directional_checks`` for grading: ``(rows, measured loss calls)``.
 
-    ``loss`` is the notebook's counting loss; it is reset before every call, so the count is
-    measured per hidden case whatever ran before. A count of 0 is reported as :data:`NO_CALLS`.
+    ``loss`` is the notebook's loss; while the student's function runs, its global ``loss`` is a stand-in
+    that evaluates ``loss`` and counts, fresh for every case. A count of 0 is reported as :data:`NO_CALLS`.
     """
 
     def graded(u, directions, eps):
-        loss.reset()
-        rows = student_fn(u, directions, eps)
-        return rows, (loss.calls if loss.calls else NO_CALLS)
+        counter = Counter()
+        with rebound(student_fn, loss=_CountedLoss(loss, counter)):
+            rows = student_fn(u, directions, eps)
+        return rows, (counter.calls if counter.calls else NO_CALLS)
 
     return graded
 
@@ -68,18 +143,157 @@ def boolean_as_codes(student_fn):
     return graded
 
 
-def count_passes(student_fn, make_map, passes):
+class Opaque:
+    """A map the student may evaluate but not differentiate: ``f(x)`` is a NumPy array; JAX cannot trace it.
+
+    Its derivatives come only through the passes the grader counts."""
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __call__(self, x):
+        try:
+            x = np.asarray(x, dtype=np.float64)
+        except Exception:  # noqa: BLE001 - a JAX tracer refuses conversion: differentiated directly
+            raise TypeError(
+                "f may be evaluated, f(x), but not differentiated with jax.jvp / jax.vjp / jax.jacfwd / jax.jacrev "
+                "(directly or inside jax.vmap / jax.jit): take its derivatives through forward_pass and reverse_pass, "
+                "whose calls are counted"
+            ) from None
+        return np.asarray(self._fn(x))
+
+
+def count_passes(student_fn, make_map, forward_pass, reverse_pass):
     """Wrap a student function of ``(f, x, *rest)`` for grading: ``(its result, [forward, reverse] passes)``.
 
-    ``make_map(n_steps, sample_steps)`` is the notebook's map factory and ``passes`` its counter dict
-    (``{"forward": 0, "reverse": 0}``), zeroed before every call, so each hidden case is counted on its own.
+    ``make_map(n_steps, sample_steps)`` is the notebook's map factory and ``forward_pass`` / ``reverse_pass``
+    its passes. The student's function receives the map as an :class:`Opaque` ``f``; its global names
+    ``forward_pass`` and ``reverse_pass`` are counting stand-ins that differentiate the real map, so each hidden
+    case is counted on its own and only the passes made count.
     """
 
     def graded(x, n_steps, sample_steps, *rest):
-        for mode in passes:
-            passes[mode] = 0
-        result = student_fn(make_map(n_steps, sample_steps), x, *rest)
-        return result, np.array([passes["forward"], passes["reverse"]])
+        real = make_map(n_steps, sample_steps)
+        f = Opaque(real)
+        forward, reverse = Counter(), Counter()
+
+        def forward_on_real(f_, x, v):  # the notebook's parameter names, so keyword calls work too
+            return forward_pass(real if f_ is f else f_, x, v)
+
+        def reverse_on_real(f_, x, w):
+            return reverse_pass(real if f_ is f else f_, x, w)
+
+        with rebound(
+            student_fn, forward_pass=forward.counted(forward_on_real), reverse_pass=reverse.counted(reverse_on_real)
+        ):
+            result = student_fn(f, x, *rest)
+        return result, np.array([forward.calls, reverse.calls])
+
+    return graded
+
+
+class _StateWatch:
+    """States the counted ``step`` returned that are still alive: their number now and at most."""
+
+    def __init__(self):
+        self.alive = self.peak = 0
+
+    def track(self, state):
+        try:
+            weakref.finalize(state, self._gone)
+        except TypeError:  # not weak-referenceable (a tuple, a float): not a state held by reference
+            return state
+        self.alive += 1
+        self.peak = max(self.peak, self.alive)
+        return state
+
+    def _gone(self):
+        self.alive -= 1
+
+
+def _same_state(a, b) -> bool:
+    try:
+        return bool(
+            np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=1e-9, atol=1e-12)
+        )
+    except (TypeError, ValueError):
+        return False
+
+
+def watch_checkpoints(student_fn, step):
+    """Wrap the student's ``checkpointed_value_and_grad(x0, us, segment_length)`` for grading:
+    ``(L, dL/dU, segments, steps_ok, held_ok)``.
+
+    While it runs, its global ``step`` counts calls and watches the states it returns, and its global
+    ``segment_backward`` records each call's checkpoint and controls before calling the student's own.
+
+    * ``segments``: ceil(N/s) when ``segment_backward`` was called exactly once per segment, last segment first,
+      each from the true state at the segment's start (the notebook's ``step`` from ``x0``) with that segment's
+      controls; otherwise how many calls matched before the first that did not (0 with extra calls).
+    * ``steps_ok``: 1 when ``step`` ran at most 3N times (a forward pass and one recomputation, with slack).
+    * ``held_ok``: 1 when the states ``step`` returned that were alive at once never exceeded
+      ceil(N/s) + s + 2 (the checkpoints, one recomputed segment, and the state in hand).
+    """
+
+    def graded(x0, us, segment_length):
+        namespace = getattr(student_fn, "__globals__", {})
+        own_segment = namespace.get("segment_backward")
+        us_arr = np.asarray(us, dtype=np.float64)
+        n, s = us_arr.shape[0], int(segment_length)
+        starts = list(range(0, n, s))
+        truth, x = {}, x0
+        for k in range(n):  # the true checkpoints, by the notebook's own step
+            if k % s == 0:
+                truth[k] = np.asarray(x)
+            x = step(x, us_arr[k])
+        steps, watch, calls = Counter(), _StateWatch(), []
+
+        def segment_backward(x_start, us_seg, lam_end):
+            calls.append((np.array(x_start, dtype=np.float64, copy=True), np.array(us_seg, dtype=np.float64)))
+            return own_segment(x_start, us_seg, lam_end)
+
+        counted_step = steps.counted(step)
+
+        def watched_step(x, u):
+            return watch.track(counted_step(x, u))
+
+        with rebound(student_fn, step=watched_step, segment_backward=segment_backward):
+            result = student_fn(x0, us, segment_length)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TypeError("checkpointed_value_and_grad must return two values: (L, dL/dU)")
+        expected = [(truth[k], us_arr[k : k + s]) for k in reversed(starts)]
+        matched = 0
+        for (x_got, u_got), (x_true, u_true) in zip(calls, expected):
+            if u_got.shape != u_true.shape or not _same_state(x_got, x_true) or not _same_state(u_got, u_true):
+                break
+            matched += 1
+        if len(calls) > len(expected):
+            matched = 0
+        held_bound = math.ceil(n / s) + s + 2
+        return (*result, np.int64(matched), np.int64(steps.calls <= 3 * n), np.int64(watch.peak <= held_bound))
+
+    return graded
+
+
+#: the complementarity a solve must meet, relative to max(1, max|w0|): z >= 0, w = W z + w0 >= 0, |z . w| small
+COMPLEMENTARITY_TOL = 1e-12
+
+
+def complementarity(student_fn):
+    """Wrap the student's ``solve_lcp(W, w0) -> z`` for grading: ``(z, 1 when z satisfies the complementarity
+    conditions 0 <= z _|_ W z + w0 >= 0 within COMPLEMENTARITY_TOL, else 0)``: the condition the notebook's own
+    self-check asserts, so a solve it rejects (an iteration stopped early) cannot pass."""
+
+    def graded(W, w0):
+        z = student_fn(W, w0)
+        try:
+            z_arr = np.asarray(z, dtype=np.float64)
+            w = np.asarray(W, dtype=np.float64) @ z_arr + np.asarray(w0, dtype=np.float64)
+        except (TypeError, ValueError):
+            return z, np.int64(0)  # the comparison of z reports what is wrong with it
+        tol = COMPLEMENTARITY_TOL * max(1.0, float(np.max(np.abs(w0))))
+        ok = z_arr.shape == w.shape and np.min(z_arr) >= -tol and np.min(w) >= -tol and abs(float(z_arr @ w)) <= tol
+        return z, np.int64(ok)
 
     return graded
 

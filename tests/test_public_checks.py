@@ -19,7 +19,7 @@ import jupytext
 import pytest
 
 import course_check
-from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.authoring.reference import SHORTCUTS, WRONG_ANSWERS
 from autograder.authoring.registry import exercises
 from autograder.authoring.sources import solution_cell, source_path
 from autograder.authoring.student_copy import student_notebook
@@ -120,9 +120,10 @@ def test_a_blank_notebook_scores_zero_through_check_and_is_told_what_is_missing(
         assert result.earned == 0 and "还没有实现" in result.feedback, result.feedback
 
 
-@pytest.mark.parametrize("exercise", [e for e in WITH_PUBLIC_CELL if WRONG_ANSWERS.get(e)])
-def test_every_wrong_answer_loses_points_through_check_with_the_graders_message(exercise):
-    for k, wrong in enumerate(WRONG_ANSWERS[exercise]):
+@pytest.mark.parametrize("exercise", [e for e in WITH_PUBLIC_CELL if WRONG_ANSWERS.get(e) or SHORTCUTS.get(e)])
+def test_every_wrong_answer_and_shortcut_loses_points_through_check_with_the_graders_message(exercise):
+    # a shortcut's points lost at least are the hidden cases' (the section contract); here: it loses, and says why
+    for k, wrong in enumerate([*WRONG_ANSWERS.get(exercise, ()), *SHORTCUTS.get(exercise, ())]):
         scored = run_public_checks(exercise, wrong.cells)
         earned = sum(s.earned for s in scored.values())
         total = sum(s.points for s in scored.values())

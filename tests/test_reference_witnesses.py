@@ -102,9 +102,10 @@ def _(out, terms, exact):
 
 @witness("s04_5_ex4.solve_lcp")
 def _(out, W, w0):
-    w = W @ out + w0  # the complementarity conditions themselves, with the hidden margins of 0.2
-    assert np.all(out >= 0) and np.all(w >= -1e-12) and abs(out @ w) < 1e-12
-    assert np.all((out > 0.1) | (w > 0.1))
+    z, complementary = out
+    w = W @ z + w0  # the complementarity conditions themselves, with the hidden margins of 0.2
+    assert np.all(z >= 0) and np.all(w >= -1e-12) and abs(z @ w) < 1e-12 * max(1.0, np.abs(w0).max())
+    assert np.all((z > 0.1) | (w > 0.1)) and complementary == 1
 
 
 def _pgs_numpy(W, w0, n_sweeps):
@@ -204,6 +205,14 @@ def _(out, z, n_steps, sample_steps, v):
     jv = jax.jvp(f, (jnp.asarray(z),), (jnp.asarray(v),))[1]  # matrix-free: a JVP, then a VJP of it
     np.testing.assert_allclose(out[0], jax.vjp(f, jnp.asarray(z))[1](jv)[0], rtol=1e-12, atol=1e-14)
     assert list(out[1]) == [1, 1]
+
+
+@witness("s04_6_ex4.jacobian_auto")
+def _(out, z, n_steps, sample_steps):
+    J = jax.jacfwd(s04_6.pendulum_map(n_steps, sample_steps))(jnp.asarray(z))
+    np.testing.assert_allclose(out[0], J, rtol=1e-13, atol=1e-15)
+    n, m = len(z), len(sample_steps)
+    assert n != m and list(out[1]) == ([n, 0] if n < m else [0, m])  # the fewer passes: min(n, m)
 
 
 # --- course_lib -------------------------------------------------------------------------------------
@@ -347,4 +356,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 29 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 30 and set(WITNESSES) <= set(all_checks())

@@ -8,7 +8,8 @@ notebook itself does not say:
   component is compared, and the known mistakes, each a :class:`Mistake` (any function) or a
   :class:`Variant` (the reference with other keyword arguments) carrying its own Chinese message;
 * the constants the reference shares with the notebook's ``setup`` cell (a test compares them);
-* plausible :class:`WrongAnswer` s, as exact-once edits of the notebook's own solution cells.
+* plausible :class:`WrongAnswer` s, as exact-once edits of the notebook's own solution cells, and the
+  :class:`Shortcut` s that skip the concept (each must lose the concept's points).
 
 Points are not here: they are the ``points`` of the graded cell that calls the check, in the
 source ``.md`` (:func:`autograder.authoring.sources.check_points`). Specs live in
@@ -137,12 +138,27 @@ class WrongAnswer:
 
 
 @dataclass(frozen=True)
+class Shortcut(WrongAnswer):
+    """A submission that skips the exercise's concept (store-all instead of checkpointing, a hand-set counter
+    instead of counted passes), written as edits of the solution cells like a :class:`WrongAnswer`.
+
+    Attributes:
+        loses: the autograded points of the notebook it must lose at least: the points of the concept it skips.
+            The self-test and the section contracts grade it through the real class run and check both this and
+            ``feedback_contains``.
+    """
+
+    loses: float = 0.0
+
+
+@dataclass(frozen=True)
 class Exercise:
     """Everything the grader declares about one notebook (see the module docstring)."""
 
     id: str
     checks: Sequence[Check]
     wrong_answers: Sequence[WrongAnswer] = ()
+    shortcuts: Sequence[Shortcut] = ()
     constants: Mapping[str, Any] = field(default_factory=dict)  # name in the setup cell -> value
 
     def __post_init__(self):
@@ -150,9 +166,10 @@ class Exercise:
         if len(set(names)) != len(names):
             raise ValueError(f"{self.id}: a check is declared twice in {names}")
         object.__setattr__(self, "checks", tuple(dataclasses.replace(c, exercise=self.id) for c in self.checks))
-        object.__setattr__(
-            self, "wrong_answers", tuple(dataclasses.replace(w, exercise=self.id) for w in self.wrong_answers)
-        )
+        for kind in ("wrong_answers", "shortcuts"):
+            object.__setattr__(self, kind, tuple(dataclasses.replace(w, exercise=self.id) for w in getattr(self, kind)))
+        if any(s.loses <= 0 for s in self.shortcuts):
+            raise ValueError(f"{self.id}: a shortcut must say how many points it loses at least")
 
 
 def exercises() -> dict[str, Exercise]:

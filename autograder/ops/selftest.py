@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
-from autograder.authoring.reference import WRONG_ANSWERS
+from autograder.authoring.reference import SHORTCUTS, WRONG_ANSWERS
 from autograder.authoring.sources import build_all
 
 
@@ -106,7 +106,7 @@ def release_section(section: str, course_dir: Path) -> Path:
 def hand_in(section: str, course_dir: Path, wrong_answers: bool = True, released: bool = False) -> dict[str, list[str]]:
     """Hand in ``section``'s pseudo-students in ``course_dir``, first releasing it unless ``released``.
 
-    ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer student
+    ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer and shortcut student
     (with ``wrong_answers``) only the notebook its answer belongs to. Returns ``{student: [exercise, ...]}``.
     """
     release = course_dir / "release" / section
@@ -115,14 +115,15 @@ def hand_in(section: str, course_dir: Path, wrong_answers: bool = True, released
     sources = reference_solutions(course_dir, section)
     students = {"reference": sources, "blank": {}}
     for exercise in sources:
-        for k, wrong in enumerate(WRONG_ANSWERS.get(exercise, []) if wrong_answers else []):
-            students.setdefault(f"wrong-{exercise}-{k}", {})[exercise] = wrong.cells
+        for kind, catalogue in (("wrong", WRONG_ANSWERS), ("shortcut", SHORTCUTS)):
+            for k, wrong in enumerate(catalogue.get(exercise, []) if wrong_answers else []):
+                students.setdefault(f"{kind}-{exercise}-{k}", {})[exercise] = wrong.cells
     handed_in = {}
     for student, replacements_by_nb in students.items():
         folder = course_dir / "submitted" / student / section
         folder.mkdir(parents=True, exist_ok=True)
-        # A wrong-answer student hands in only the notebook its answer belongs to.
-        handed_in[student] = list(replacements_by_nb if student.startswith("wrong-") else sources)
+        # A wrong-answer or shortcut student hands in only the notebook its answer belongs to.
+        handed_in[student] = list(sources if student in ("reference", "blank") else replacements_by_nb)
         for exercise in handed_in[student]:
             release_nb = nbformat.read(release / f"{exercise}.ipynb", as_version=4)
             nbformat.write(
@@ -150,6 +151,45 @@ def run_section(section: str, course_dir: Path, warm_cache: bool = True, release
             path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
             report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
     return report
+
+
+def contract_problems(report: SectionReport, course_dir: Path) -> list[str]:
+    """What breaks the grading contract in a section's report (empty when it holds): the reference keeps full
+    marks, the blank release scores zero with readable feedback, every wrong answer loses points and its feedback
+    names its bug, every shortcut loses at least the points of the concept it skips, and the release leaks
+    nothing. The self-test command and the section contract test both read this list."""
+    from autograder.authoring import regenerate as data
+    from autograder.authoring.release_scan import scan_release
+
+    problems = []
+    for exercise, v in report.scores["reference"].items():
+        (score, total), manual_max = v["auto"], v["manual_max"]
+        if total <= 0 and manual_max <= 0:
+            problems.append(f"{exercise}: no autograded and no manual points")
+        if abs(score - total) > 1e-9:
+            problems.append(
+                f"{exercise}: the reference scored {score}/{total}: {report.feedback['reference'][exercise]}"
+            )
+    for exercise, v in report.scores["blank"].items():
+        if v["auto"][0] != 0:
+            problems.append(f"{exercise}: the blank release scored {v['auto'][0]}")
+        if not all(text.strip() for text in report.feedback["blank"][exercise].values()):
+            problems.append(f"{exercise}: a graded cell of the blank release printed nothing")
+    for exercise in report.scores["reference"]:
+        for kind, catalogue in (("wrong", WRONG_ANSWERS), ("shortcut", SHORTCUTS)):
+            for k, wrong in enumerate(catalogue.get(exercise, [])):
+                student = f"{kind}-{exercise}-{k}"
+                score, total = report.scores[student][exercise]["auto"]
+                must_lose = getattr(wrong, "loses", 0.0)
+                if score >= total or score > total - must_lose + 1e-9:
+                    problems.append(f"{student}: scored {score}/{total}, must lose at least {must_lose or 'a point'}")
+                feedback = "\n".join(report.feedback[student][exercise].values())
+                if wrong.feedback_contains not in feedback:
+                    problems.append(f"{student}: the feedback lacks {wrong.feedback_contains!r}:\n{feedback}")
+    section = report.section
+    leaks = scan_release(course_dir / "release" / section, course_dir / "source" / section, data.DATA_DIR)
+    problems += [f"LEAK {section}: {leak}" for leak in leaks]
+    return problems
 
 
 def scratch_course(dst: Path, src: Path) -> Path:

@@ -13,7 +13,7 @@ from autograder.authoring.sections import SECTIONS
 # References are computed in float64, whatever imported them first.
 cl.enable_float64()
 
-__all__ = ["EXERCISES", "SECTIONS", "WRONG_ANSWERS"]
+__all__ = ["EXERCISES", "SECTIONS", "SHORTCUTS", "WRONG_ANSWERS"]
 
 #: exercise id -> its spec
 EXERCISES = {}
@@ -27,3 +27,6 @@ for _section in SECTIONS:
 
 #: exercise id -> plausible wrong answers (pasted into a release by the self-test).
 WRONG_ANSWERS = {exercise: spec.wrong_answers for exercise, spec in EXERCISES.items() if spec.wrong_answers}
+
+#: exercise id -> submissions that skip the concept (pasted into a release by the self-test; each must lose points).
+SHORTCUTS = {exercise: spec.shortcuts for exercise, spec in EXERCISES.items() if spec.shortcuts}

@@ -10,8 +10,8 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 ROLLOUTS_N = "只数了 N 次仿真：中心差分每个维度要正、负各扰动一次，共 2N 次。"
 ROLLOUTS_ONE = "仿真次数是 1：多半是用 jax.vmap 把全部扰动放进了一次调用。批量计算并不省仿真，2N 条扰动轨迹一条也没少，题目数的是仿真的条数：中心差分要 2N 次。"
@@ -57,6 +57,16 @@ def _cases():
     return [{"u": rng.normal(size=n).round(6), "dt": dt} for n, dt in ((7, 0.05), (23, 0.1), (40, 0.02))]
 
 
+def _fd_cases():
+    """The gradient's cases with a step eps: L is quadratic in u, so central differences are exact at any eps
+    while one-sided ones are off by eps/2 * d2L/du_i2; at these eps that is far outside the tolerance."""
+    rng = case_rng(104_102)
+    settings = case_value(
+        ((7, 0.05, 0.2), (23, 0.1, 0.05), (40, 0.02, 0.5)), ((7, 0.05, 0.1), (23, 0.1, 0.2), (40, 0.02, 0.3))
+    )
+    return [{"u": rng.normal(size=n).round(6), "dt": dt, "eps": eps} for n, dt, eps in settings]
+
+
 def _shifted_horizon(u, dt, shift):
     """What an off-by-one horizon gives: the formula dt^2 (N - i + shift) (x_N - 1)."""
     g = analytic_grad(u, dt)
@@ -68,17 +78,20 @@ def _shifted_horizon(u, dt, shift):
 _S04_1_EX1_CHECKS = (
     Check(
         "fd_grad",
-        _cases,
-        reference=lambda u, dt: (analytic_grad(u, dt), 2 * len(u)),
+        _fd_cases,
+        reference=lambda u, dt, eps: (analytic_grad(u, dt), 2 * len(u)),
         # the count alone is easy to get right: the gradient carries two thirds of each case
         outputs=(Output("中心差分梯度", "finite_difference", weight=2.0), Output("仿真次数", "integer", weight=1.0)),
         mistakes={
             "explicit_euler": Mistake(
-                messages.EXPLICIT_EULER, lambda u, dt: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))
+                messages.EXPLICIT_EULER, lambda u, dt, eps: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))
             ),
-            "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt: (analytic_grad(u, dt), len(u))),
-            "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt: (analytic_grad(u, dt), len(u) + 1)),
-            "rollouts_one": Mistake(ROLLOUTS_ONE, lambda u, dt: (analytic_grad(u, dt), 1)),
+            "forward_difference": Mistake(
+                messages.FORWARD_DIFFERENCE, lambda u, dt, eps: (fd_grad(u, dt, eps, "forward")[0], 2 * len(u))
+            ),
+            "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt, eps: (analytic_grad(u, dt), len(u))),
+            "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt, eps: (analytic_grad(u, dt), len(u) + 1)),
+            "rollouts_one": Mistake(ROLLOUTS_ONE, lambda u, dt, eps: (analytic_grad(u, dt), 1)),
         },
     ),
     Check(
@@ -331,6 +344,22 @@ EXERCISES = (
                         ("return (q_n - 1.0) * dt**2 * (n - np.arange(n))", "return dt**2 * (n - np.arange(n))")
                     ],
                 },
+            ),
+        ),
+        shortcuts=(
+            # a one-sided difference (half the rollouts) reported as 2N: the gradient's two thirds are lost
+            Shortcut(
+                "前向差分",
+                edits={
+                    "fd_grad_answer": [
+                        (
+                            "(float(terminal_loss(u + e, dt)) - float(terminal_loss(u - e, dt))) / (2 * eps)",
+                            "(float(terminal_loss(u + e, dt)) - float(terminal_loss(u, dt))) / eps",
+                        )
+                    ],
+                },
+                keep=("analytic_grad_answer",),
+                loses=2.0,
             ),
         ),
     ),

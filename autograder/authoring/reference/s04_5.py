@@ -25,8 +25,8 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring.cases import case_rng, case_value
-from course_check.adapters import kink_as_subgradient
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from course_check.adapters import COMPLEMENTARITY_TOL, kink_as_subgradient
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -40,6 +40,11 @@ S045_SIGMOID_SIGN = (
 )
 S045_LCP_UNPROJECTED = "结果与直接解线性方程 W z = −w0（不管 z ≥ 0）一致：有的冲量是负的，即接触在“拉”。要找出活动集：只对 z_i > 0 的接触解方程，其余接触 z_i = 0 且 w_i ≥ 0。"
 S045_LCP_CLIPPED = "结果与“先解 W z = −w0，再把负的分量截成 0”一致：截断之后，留下的接触的方程 (W z + w0)_i = 0 不再成立（它们与被截掉的接触耦合）。要在活动集上重新解方程。"
+S045_LCP_UNCONVERGED = (
+    "解不满足互补条件（z ≥ 0、w = Wz + w0 ≥ 0、z·w = 0，容差 1e-12）：多半是迭代（例如投影 Gauss–Seidel）在收敛之前就停了。"
+    "接触之间耦合强时（W 的非对角元接近对角元），PGS 每次扫描只把误差缩小一点，几十次扫描远远不够。"
+    "本题要精确解：枚举活动集再解线性方程，或者一直迭代到残差小于 1e-14。"
+)
 S045_IFT_FULL_INVERSE = "导数与 −W⁻¹（整个矩阵求逆）一致：分离的接触（z_i = 0，w_i > 0）在小扰动下保持 z_i = 0，它们的行应为 0；活动接触只通过 W_AA 相互耦合，∂z_A/∂w0_A = −(W_AA)⁻¹。"
 S045_IFT_SIGN = "导数的符号反了：活动集上 W_AA z_A = −w0_A，所以 ∂z_A/∂w0_A = −(W_AA)⁻¹（w0 越大，接触越不需要冲量）。"
 S045_PGS_JACOBI = "结果与 Jacobi 迭代一致（一次扫描里都用扫描开始时的 z）：Gauss–Seidel 更新第 i 个分量时要用这次扫描里已经更新过的 z_0, …, z_{i−1}。"
@@ -212,9 +217,34 @@ _S04_5_EX2_CHECKS = (
 # --- s04_5_ex4: the frictionless LCP, its IFT derivative, and unrolled projected Gauss-Seidel -------------
 
 
+#: a projected Gauss-Seidel solve stopped after this many sweeps: the catalogued "not converged" solve
+PGS_STOPPED_AT = 30
+
+
+def _pgs_solve(W, w0, n_sweeps):
+    z = np.zeros_like(w0)
+    for _ in range(n_sweeps):
+        for i in range(w0.size):
+            z[i] = max(0.0, z[i] - (W[i] @ z + w0[i]) / W[i, i])
+    return z
+
+
+def _complementary(W, w0, z) -> bool:
+    w, tol = W @ z + w0, COMPLEMENTARITY_TOL * max(1.0, float(np.max(np.abs(w0))))
+    return bool(np.min(z) >= -tol and np.min(w) >= -tol and abs(float(z @ w)) <= tol)
+
+
+def solve_lcp_checked(W, w0, method="enumerate"):
+    """(z, complementarity holds) as :func:`course_check.adapters.complementarity` grades a solve."""
+    z = solve_lcp(W, w0, method)
+    return z, np.int64(_complementary(np.asarray(W, dtype=np.float64), np.asarray(w0, dtype=np.float64), z))
+
+
 def solve_lcp(W, w0, method="enumerate"):
     """The solution of 0 <= z _|_ W z + w0 >= 0 by enumerating active sets; the other methods are mistakes."""
     W, w0 = np.asarray(W, dtype=np.float64), np.asarray(w0, dtype=np.float64)
+    if method == "pgs_stopped":
+        return _pgs_solve(W, w0, PGS_STOPPED_AT)
     if method != "enumerate":
         z = np.linalg.solve(W, -w0)
         return np.maximum(z, 0.0) if method == "clipped" else z
@@ -257,11 +287,11 @@ def pgs_unrolled(W, w0, n_sweeps, jacobi=False, project=True):
     return np.asarray(run(w0)), np.asarray(jax.jacfwd(run)(w0))
 
 
-def _lcp_problem(rng, n, n_active):
-    """A symmetric positive definite W (eigenvalues in about [0.5, 5]) and a w0 whose solution closes n_active
+def _lcp_problem(rng, n, n_active, floor=0.5):
+    """A symmetric positive definite W (eigenvalues in about [floor, 5]) and a w0 whose solution closes n_active
     contacts with z_i in [0.2, 1.5] and leaves the others apart with w_i in [0.2, 1.5]."""
     B = rng.normal(size=(n, n))
-    W = np.round(0.5 * (B @ B.T + (B @ B.T).T) / n + 0.5 * np.eye(n), 6)
+    W = np.round(0.5 * (B @ B.T + (B @ B.T).T) / n + floor * np.eye(n), 6)
     active = np.zeros(n, dtype=bool)
     active[rng.choice(n, size=n_active, replace=False)] = True
     z = np.where(active, rng.uniform(0.2, 1.5, n), 0.0)
@@ -269,10 +299,23 @@ def _lcp_problem(rng, n, n_active):
     return W, np.round(w - W @ z, 8)
 
 
-def _lcp_cases(seed):
+def _coupled_problem(rng, n):
+    """Strongly coupled contacts (W nearly singular, all closed) on which PGS_STOPPED_AT sweeps of projected
+    Gauss-Seidel are still far from the solution: drawn until they are, so any seed gives such a case."""
+    while True:
+        W, w0 = _lcp_problem(rng, n, n, floor=0.02)
+        z = solve_lcp(W, w0)
+        if np.max(np.abs(_pgs_solve(W, w0, PGS_STOPPED_AT) - z)) > 1e-6 * np.max(np.abs(z)):
+            return W, w0
+
+
+def _lcp_cases(seed, coupled=0):
+    """Cases of the usual shapes, then ``coupled`` strongly coupled problems of 3 contacts."""
+
     def cases():
         rng = case_rng(seed)
-        return [dict(zip(("W", "w0"), _lcp_problem(rng, n, k))) for n, k in _shapes()]
+        problems = [_lcp_problem(rng, n, k) for n, k in _shapes()] + [_coupled_problem(rng, 3) for _ in range(coupled)]
+        return [dict(zip(("W", "w0"), problem)) for problem in problems]
 
     return cases
 
@@ -291,12 +334,13 @@ def _pgs_cases():
 _S04_5_EX4_CHECKS = (
     Check(
         "solve_lcp",
-        _lcp_cases(405_401),
-        reference=solve_lcp,
-        outputs=(Output("LCP 的解 z*", "exact"),),
+        _lcp_cases(405_401, coupled=2),  # graded through course_check.adapters.complementarity
+        reference=solve_lcp_checked,
+        outputs=(Output("LCP 的解 z*", "exact", weight=0.5), Output("互补条件成立", "integer", weight=0.5)),
         mistakes={
             "s045_lcp_unprojected": Variant(S045_LCP_UNPROJECTED, method="unprojected"),
             "s045_lcp_clipped": Variant(S045_LCP_CLIPPED, method="clipped"),
+            "s045_lcp_unconverged": Variant(S045_LCP_UNCONVERGED, method="pgs_stopped"),
         },
     ),
     Check(
@@ -415,6 +459,26 @@ EXERCISES = (
                         ),
                     ],
                 },
+            ),
+        ),
+        shortcuts=(
+            # projected Gauss-Seidel stopped at 30 sweeps: right where it converged, not where contacts couple
+            Shortcut(
+                "互补条件",
+                edits={
+                    "solve_lcp_answer": [
+                        (
+                            "    n = w0.size\n",
+                            "    z = np.zeros_like(w0)\n"
+                            "    for _ in range(30):\n"
+                            "        for i in range(w0.size):\n"
+                            "            z[i] = max(0.0, z[i] - (W[i] @ z + w0[i]) / W[i, i])\n"
+                            "    return z\n"
+                            "    n = w0.size\n",
+                        )
+                    ],
+                },
+                loses=0.5,
             ),
         ),
     ),

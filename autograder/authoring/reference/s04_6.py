@@ -5,15 +5,17 @@
 * ``s04_6_ex2``: a 100-step RK4 pendulum rollout cost of a 100-dim control vector (the notebook's
   setup cell defines the same loss); five directional checks (AD g.v, central FD, the chapter's
   relative error) using exactly 10 loss evaluations. The evaluations are *measured*: the graded cell
-  wraps the student's function with :func:`count_loss_calls`, which resets the notebook's counting
-  loss before each call and returns ``(rows, calls)``; the reference measures its own calls the same way.
+  wraps the student's function with :func:`count_loss_calls`, which counts the calls of the notebook's
+  ``loss`` through a stand-in whose count only the grader holds and returns ``(rows, calls)``; the reference
+  measures its own calls the same way.
 * ``s04_6_ex3``: seven variants of a scalar contact loss (softplus, max, clip, where, stop_gradient,
   argmin, round); the AD-FD relative error of each at given points and the boolean set of variants
   whose disagreement exceeds a tolerance somewhere (compared through :func:`boolean_as_codes`).
 * ``s04_6_ex4``: forward vs reverse passes on a pendulum map f: (theta0, omega0, torque knots) -> angles at
   chosen steps. The full Jacobian from one forward pass per input and from one reverse pass per output, and
-  the Gauss-Newton product J^T J v from one pass of each. The passes are *measured*: the notebook's
-  ``forward_pass`` / ``reverse_pass`` count themselves and :func:`count_passes` returns
+  the Gauss-Newton product J^T J v from one pass of each, and ``jacobian_auto`` in min(n, m) passes. The passes
+  are *measured* by the grader: :func:`count_passes` hands the student an evaluable, non-differentiable ``f``,
+  counts the calls of the notebook's ``forward_pass`` / ``reverse_pass`` through stand-ins, and returns
   ``(result, [forward, reverse])``; the reference states the counts the task asks for.
 """
 
@@ -29,7 +31,7 @@ import course_lib as cl
 from course_check.adapters import NO_CALLS, flags_as_codes
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 from autograder.kernel_support.sweeps import relative_error
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -53,7 +55,7 @@ S046_COUNT_PER_COORDINATE = (
 S046_ABS_ERROR = "“差异”一项与绝对误差 |AD − FD| 一致：题目要 S04.6.4 的相对误差 |AD − FD| / max(1, |AD|, |FD|)。"
 S046_THEORY_SET = "布尔结果与“凡是用了 max/clip/where/stop_gradient/argmin/round 的变体都算不一致”这个先验答案相同：题目要的是在给定的点和 ε 上实测的结果。非光滑只在离折点或跳变不到 ε 的点上被差分看见，stop_gradient 只在它切断的那一项不为零时才有影响。"
 S046_ALL_AGREE = "你把所有变体都判为“一致”：检查判定是不是 rel > tol（任何一个点超过即可），以及差分是不是以给定的 ε 做的中心差分；在离折点或跳变不到 ε 的点上，非光滑的变体应当不一致。"
-S046_PASS_NONE = "传递次数是 [0, 0]：没有经过设置单元里计数的 forward_pass / reverse_pass（例如直接调用了 jax.jvp、jax.jacfwd 或 jax.jacrev）。本题的代价按传递计数，请用这两个函数。"
+S046_PASS_NONE = "传递次数是 [0, 0]：评分时没有记到任何一次 forward_pass / reverse_pass（例如用 f 的求值做了差分，或者没有通过这两个名字调用它们）。本题的代价按传递计数，请逐个方向调用这两个函数。"
 S046_PASS_BATCHED = "只记到 1 次传递：用 jax.vmap（或 jax.jit）把所有方向打包成了一次调用。这正是 jax.jacfwd / jax.jacrev 的做法，计算量并没有变少；本题请逐个方向调用，让每次传递都被数到。"
 S046_PASS_EXTRA_FORWARD = "比需要的多了一次前向传递（例如用 forward_pass(f, x, 0) 去得到输出维度）：输出维度直接看 f(x) 的形状，调用 f 本身不算传递。"
 S046_PASS_ROWS_NOT_COLUMNS = "雅可比是对的，但它是用 reverse_pass 一行一行拼出来的：本函数要用前向模式，每个输入方向 e_j 一次 forward_pass，得到第 j 列 J e_j。"
@@ -62,6 +64,13 @@ S046_GN_FULL_FORWARD = "乘积是对的，但先用 n 次前向传递建出了�
 S046_GN_NO_REVERSE = (
     "只有一次前向传递、没有反向传递：Jv 是 m 维的，还要把它当作 w 做一次 reverse_pass，才得到 n 维的 JᵀJv。"
 )
+S046_AUTO_ALWAYS_FORWARD = (
+    "雅可比是对的，但不论形状都用了前向模式（n 次传递）：输出比输入少（m < n）时，逐行的反向模式只要 m 次传递。"
+)
+S046_AUTO_ALWAYS_REVERSE = (
+    "雅可比是对的，但不论形状都用了反向模式（m 次传递）：输入比输出少（n < m）时，逐列的前向模式只要 n 次传递。"
+)
+S046_AUTO_LARGER = "模式选反了：传递次数是 max(n, m) 而不是 min(n, m)。前向模式每个输入方向一次，反向模式每个输出方向一次，哪边少就用哪种。"
 S046_GN_FULL_REVERSE = "乘积是对的，但先用 m 次反向传递建出了完整的 J：JᵀJv 不需要 J 本身，先 forward_pass 得到 Jv，再对它做一次 reverse_pass，共两次传递。"
 S046_INVERTED = "布尔结果正好反了：“不一致”是相对误差大于 tol 的变体（在任何一个点上超过即可）。"
 
@@ -530,6 +539,16 @@ def gauss_newton_product(z, n_steps, sample_steps, v, passes=lambda n, m: (1, 1)
     return J.T @ (J @ np.asarray(v, dtype=np.float64)), np.array(passes(J.shape[1], J.shape[0]))
 
 
+def _fewer(n, m):
+    return (n, 0) if n <= m else (0, m)
+
+
+def jacobian_auto(z, n_steps, sample_steps, passes=_fewer):
+    """(J of shape (m, n), [forward, reverse] passes): the mode with fewer passes, min(n, m)."""
+    J = _pass_jacobian(z, n_steps, sample_steps)
+    return J, np.array(passes(J.shape[1], J.shape[0]))
+
+
 def _pass_cases(seed, with_direction=False):
     """Maps wide on the input side (many knots, few samples) and on the output side (one knot, every step)."""
     rng = case_rng(seed)
@@ -586,6 +605,18 @@ _S04_6_EX4_CHECKS = (
             "s046_gn_no_reverse": Variant(S046_GN_NO_REVERSE, passes=lambda n, m: (1, 0)),
         },
     ),
+    Check(
+        "jacobian_auto",
+        lambda: _pass_cases(406_404),  # wide (n > m) and tall (n < m) maps, never n = m
+        reference=jacobian_auto,
+        outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
+        mistakes={
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
+            "s046_auto_always_forward": Variant(S046_AUTO_ALWAYS_FORWARD, passes=lambda n, m: (n, 0)),
+            "s046_auto_always_reverse": Variant(S046_AUTO_ALWAYS_REVERSE, passes=lambda n, m: (0, m)),
+            "s046_auto_larger": Variant(S046_AUTO_LARGER, passes=lambda n, m: (0, m) if n <= m else (n, 0)),
+        },
+    ),
 )
 
 
@@ -632,6 +663,22 @@ EXERCISES = (
                 edits={  # the raw directions used as they are
                     "directional_answer": [("v = d / np.linalg.norm(d)", "v = d")],
                 },
+            ),
+        ),
+        shortcuts=(
+            # the differences taken on the uncounted rollout_loss, the count set by hand: the count's half is lost
+            Shortcut(
+                "计数为 0",
+                edits={
+                    "directional_answer": [
+                        (
+                            "fd = (loss(u + eps * v) - loss(u - eps * v)) / (2 * eps)",
+                            "fd = (float(rollout_loss(u + eps * v)) - float(rollout_loss(u - eps * v))) / (2 * eps)",
+                        ),
+                        ("    return np.array(rows)", "    loss.calls += 10\n    return np.array(rows)"),
+                    ],
+                },
+                loses=2.0,
             ),
         ),
     ),
@@ -695,6 +742,31 @@ EXERCISES = (
                     ],
                 },
                 keep=("jacobian_forward_answer",),
+            ),
+        ),
+        shortcuts=(
+            # the counter raised by hand, the Jacobian from jax.jacfwd / jax.jacrev: the passes' points are lost
+            # (the grader's f cannot be differentiated directly, so both calls fail and say why)
+            Shortcut(
+                "may be evaluated",
+                edits={
+                    "jacobian_forward_answer": [
+                        (
+                            "    columns = [forward_pass(f, x, basis[j]) for j in range(x.shape[0])]\n"
+                            "    return np.asarray(jnp.stack(columns, axis=1))",
+                            '    PASSES["forward"] += x.shape[0]\n    return np.asarray(jax.jacfwd(f)(x))',
+                        )
+                    ],
+                    "jacobian_reverse_answer": [
+                        (
+                            "    rows = [reverse_pass(f, x, basis[i]) for i in range(m)]\n"
+                            "    return np.asarray(jnp.stack(rows, axis=0))",
+                            '    PASSES["reverse"] += m\n    return np.asarray(jax.jacrev(f)(x))',
+                        )
+                    ],
+                },
+                keep=("gauss_newton_answer", "jacobian_auto_answer"),
+                loses=3.0,
             ),
         ),
     ),

@@ -13,7 +13,9 @@
 * ``s04_7_ex4``: checkpointing by hand on a damped pendulum (semi-implicit Euler, h = 0.05), loss
   sum_k |x_{k+1}|^2/2 + R |u_k|^2/2: one segment's backward pass from its checkpoint and the incoming
   adjoint, and the whole checkpointed value and gradient; the references are ``jax.grad`` of the plain
-  rollout (every state kept), which checkpointing must reproduce exactly.
+  rollout (every state kept), which checkpointing must reproduce exactly. The schedule is graded too, as
+  :func:`course_check.adapters.watch_checkpoints` records it (the grader's own counts): segment calls from the
+  true checkpoints in reverse order, at most 3N steps, the states held at once within ceil(N/s) + s + 2.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 S047_CKPT_NO_STAGE_X = (
@@ -38,6 +40,19 @@ S047_CKPT_COST_AT_START = (
 )
 S047_CKPT_NO_CARRY = "梯度与“每一段都从 λ = 0 开始反向”一致：这等于在段的边界截断了梯度（SHAC 的做法），不再是完整的梯度。段与段之间要把 λ 传下去：上一段返回的 dL/dx_start 就是前一段的 lam_end。"
 S047_CKPT_DROP_TAIL = "最后几个控制的梯度是 0：N 不是段长的整数倍时，最后一段不满 s 步，也要存下它的起点并做反向。"
+S047_CKPT_STORE_ALL = (
+    "没有按检查点逐段调用 segment_backward：评分记录到的调用不是“从最后一段开始、每段一次、从该段真正的起点出发”。"
+    "如果梯度来自对整条轨迹的 jax.grad / jax.value_and_grad，那就是全存的反向模式，内存随 N 线性增长，检查点一个也没用上。"
+    "请前向时只存每段的起点，反向时从最后一段往前，用 segment_backward(检查点, 该段的控制, lam) 一段段传回来。"
+)
+S047_CKPT_STORE_STATES = (
+    "同时存着的状态超过了 ⌈N/s⌉ + s + 2 个：前向时把每一步的状态都留了下来（例如存进列表），检查点省下的内存又花掉了。"
+    "前向只需要保留每段的起点和手上的当前状态，段内的状态由 segment_backward 在反向时重算。"
+)
+S047_CKPT_RECOMPUTE_PER_STEP = (
+    "step 被调用了超过 3N 次：重算太多了（例如反向时为每一步都从检查点重新走一遍）。"
+    "每段从检查点重算一次、把段内的状态留到这一段的反向结束，总共约 2N 次就够了。"
+)
 
 S047_LAMBDA_INDEX = "dL/du_k 与用 λ_k（而不是 λ_{k+1}）算出的结果吻合：u_k 先影响 x_{k+1}，所以 dL/du_k = ℓ_u,k + B_kᵀλ_{k+1}，下标差了一（off-by-one）。"
 S047_NO_TRANSPOSE = (
@@ -640,9 +655,15 @@ def segment_backward(x_start, us_seg, lam_end, stage_x=True, cost_at="next"):
     return np.asarray(grad[0]), np.asarray(grad[1])
 
 
-def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True):
-    """(L, dL/dU) of the whole rollout by jax.value_and_grad with every state kept; the keywords switch to the
-    catalogued mistakes (no adjoint carried across segments; the last, partial segment dropped)."""
+def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True, schedule="checkpointed"):
+    """(L, dL/dU, segments, steps_ok, held_ok): the value and gradient by jax.value_and_grad with every state
+    kept, and the schedule :func:`course_check.adapters.watch_checkpoints` records of a checkpointed answer
+    (ceil(N/s) segments in order, at most 3N steps, the held states within the bound).
+
+    The keywords switch to the catalogued mistakes: no adjoint carried across segments; the last, partial
+    segment dropped (its backward never called, so the first call is from the wrong checkpoint); and the
+    schedules ``"store_all"`` (no segment_backward at all), ``"store_states"`` (every state kept in the forward
+    pass), ``"recompute_per_step"`` (more than 3N steps)."""
     us = jnp.asarray(us, dtype=jnp.float64)
     n, s = us.shape[0], int(segment_length)
 
@@ -657,9 +678,19 @@ def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True):
 
     value, grad = jax.value_and_grad(loss)(us)
     grad = np.array(grad)  # a writable copy
+    segments = -(-n // s)
     if not tail and n % s:
         grad[n - n % s :] = 0.0
-    return float(value), grad
+        segments = 0
+    if schedule == "store_all":
+        segments = 0
+    return (
+        float(value),
+        grad,
+        np.int64(segments),
+        np.int64(schedule != "recompute_per_step"),
+        np.int64(schedule != "store_states"),
+    )
 
 
 def _ckpt_state(rng):
@@ -699,10 +730,20 @@ _S04_7_EX4_CHECKS = (
         "checkpointed_value_and_grad",
         _checkpointed_cases,
         reference=checkpointed_value_and_grad,
-        outputs=(Output("损失 L", "exact", weight=0.25), Output("dL/dU", "exact", weight=0.75)),
+        # the schedule is the concept: store-all (the right value and gradient, no checkpoint) earns half
+        outputs=(
+            Output("损失 L", "exact", weight=0.1),
+            Output("dL/dU", "exact", weight=0.3),
+            Output("按段逆序、从检查点出发的 segment_backward 调用数", "integer", weight=0.4),
+            Output("step 调用不超过 3N 次", "integer", weight=0.1),
+            Output("同时存着的状态不超过 ⌈N/s⌉+s+2 个", "integer", weight=0.1),
+        ),
         mistakes={
             "s047_ckpt_no_carry": Variant(S047_CKPT_NO_CARRY, carry=False),
             "s047_ckpt_drop_tail": Variant(S047_CKPT_DROP_TAIL, tail=False),
+            "s047_ckpt_store_all": Variant(S047_CKPT_STORE_ALL, schedule="store_all"),
+            "s047_ckpt_store_states": Variant(S047_CKPT_STORE_STATES, schedule="store_states"),
+            "s047_ckpt_recompute_per_step": Variant(S047_CKPT_RECOMPUTE_PER_STEP, schedule="recompute_per_step"),
         },
     ),
 )
@@ -818,6 +859,30 @@ EXERCISES = (
                     ],
                 },
                 keep=("segment_backward_answer",),
+            ),
+        ),
+        shortcuts=(
+            # store-all reverse mode handed in as the checkpointed answer: right value and gradient, no checkpoint
+            Shortcut(
+                "没有按检查点逐段调用",
+                edits={
+                    "checkpointed_answer": [
+                        (
+                            "    us = jnp.asarray(us)\n    starts",
+                            "    def total(us):\n"
+                            "        x, cost = jnp.asarray(x0), 0.0\n"
+                            "        for u in us:\n"
+                            "            x = step(x, u)\n"
+                            "            cost = cost + stage_cost(x, u)\n"
+                            "        return cost\n"
+                            "    value, grad = jax.value_and_grad(total)(jnp.asarray(us))\n"
+                            "    return float(value), np.asarray(grad)\n"
+                            "    us = jnp.asarray(us)\n    starts",
+                        )
+                    ],
+                },
+                keep=("segment_backward_answer",),
+                loses=1.2,  # the segment calls: 0.4 of the check's 3 points
             ),
         ),
     ),
