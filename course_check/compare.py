@@ -137,23 +137,44 @@ def _symmetric(exp) -> bool:
     return bool(np.allclose(exp, exp.T, rtol=1e-9, atol=0.0))
 
 
+def _same_as_mistake(got, mistakes, tol) -> str:
+    """The first catalogued mistake whose value has ``got``'s shape and equals it (NaN where it has NaN), or ``""``."""
+    for name, alt in (mistakes or {}).items():
+        alt = np.asarray(alt, dtype=np.float64)
+        if alt.shape == got.shape and np.allclose(got, alt, rtol=max(tol, 1e-12), atol=0.0, equal_nan=True):
+            return name
+    return ""
+
+
 def _diagnosis(got, exp, scale, tol, mistakes, messages) -> tuple[str, str]:
     """``(code, Chinese message)`` of the likely mistake behind a failed float comparison (``("", "")`` when none
     is recognised; the code is the mistake's name or one of :data:`RULES`).
 
-    A catalogued mistake is matched first (its own message is the most precise), then the generic patterns
+    A catalogued mistake is matched first (its own message is the most precise; the nearest one, among those
+    whose value on this output differs from the reference's), then the generic patterns
     (all zero, a flipped sign, a transposed non-symmetric Jacobian, a constant factor or offset), then a
     result much closer to a catalogued mistake than to the reference, then a near miss.
     """
     near = lambda alt: _rel_error(got, np.asarray(alt, dtype=np.float64), scale) <= max(tol, 1e-6)  # noqa: E731
     nonzero = bool(np.any(exp))  # an all-zero reference has no sign, factor or nearness to speak of
-    for name, alt in (mistakes or {}).items():
-        if np.shape(alt) == exp.shape and near(alt):
-            return name, _mistake_message(name, messages)
+    # a mistake that gives the reference's own value on this output cannot be what went wrong here (an RK4 A
+    # next to the exact one would otherwise be "diagnosed" as a mistake in B); among the rest, the nearest
+    distinct = {
+        name: np.asarray(alt, dtype=np.float64)
+        for name, alt in (mistakes or {}).items()
+        if np.shape(alt) == exp.shape and _rel_error(np.asarray(alt, dtype=np.float64), exp, scale) > tol
+    }
+    matched = sorted(
+        (_rel_error(got, alt, scale), k, name) for k, (name, alt) in enumerate(distinct.items()) if near(alt)
+    )
+    if matched:
+        name = matched[0][2]
+        return name, _mistake_message(name, messages)
     if nonzero and not np.any(got):
         return (
             "zero",
-            "结果全为零：计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() 把数组变成常数）。",
+            "结果全为零。若这是导数或梯度，计算图可能被切断（例如用了 stop_gradient、float()、np.asarray 或 .item() "
+            "把数组变成了常数）；若是状态、力或其他数值，检查是否把初始化的零数组原样返回了、忘了赋值或累加。",
         )
     if nonzero and near(-exp):
         return "sign", "结果与参考值只差一个负号：检查符号（例如误差写成了 target − x，或梯度下降方向弄反）。"
@@ -181,13 +202,9 @@ def _diagnosis(got, exp, scale, tol, mistakes, messages) -> tuple[str, str]:
     # dominated error crosses a threshold), while the reference does not: a result four times closer to a
     # catalogued mistake than to the reference still names that mistake. Feedback only; scores never change.
     err = _rel_error(got, exp, scale)
-    close = sorted(
-        (_rel_error(got, np.asarray(alt, dtype=np.float64), scale), name)
-        for name, alt in (mistakes or {}).items()
-        if np.shape(alt) == exp.shape
-    )
+    close = sorted((_rel_error(got, alt, scale), k, name) for k, (name, alt) in enumerate(distinct.items()))
     if close and close[0][0] <= 0.25 * err:
-        name = close[0][1]
+        name = close[0][2]
         return name, _mistake_message(name, messages)
     if nonzero and err <= NEAR_MISS:
         return "near_miss", (
@@ -228,6 +245,13 @@ def compare(
     got, dtype_name, problem = _as_array(student)
     if got is None:
         return Verdict(False, problem, diagnosis="type")
+    if got.shape != exp.shape or not np.all(np.isfinite(got)):
+        # a catalogued mistake can have another shape (one id too many) or hold NaN (a run without clipping):
+        # a result that is exactly that mistake's is named as it, before the generic shape or NaN message
+        same = _same_as_mistake(got, mistakes, rtol if rtol is not None else tolerance(kind))
+        if same:
+            text = f"形状为 {got.shape}，应为 {exp.shape}。" if got.shape != exp.shape else ""
+            return Verdict(False, text + _mistake_message(same, messages), diagnosis=same)
     if got.shape != exp.shape:
         code, text = _shape_message(got, exp)
         return Verdict(False, text, diagnosis=code)
@@ -242,15 +266,19 @@ def compare(
         wrong = int(np.sum(got != exp))
         if wrong == 0:
             return Verdict(True, "", 0.0)
-        # a catalogued mistake is named when the result is four times closer to it than to the reference,
-        # in entries that differ (as for floats, below: a mistake's own integers can move by an entry across
-        # machines, e.g. where a plateau's edge is rounding-dominated); several can match: name each
-        differ = {
-            name: int(np.sum(got != np.asarray(alt, dtype=np.float64)))
-            for name, alt in (mistakes or {}).items()
-            if np.shape(alt) == exp.shape
-        }
-        named = [name for name, n in differ.items() if n <= 0.25 * wrong]
+        # a catalogued mistake is named when the result is four times closer to it than to the reference, in
+        # entries that differ or, for indices and counts, in total distance (as for floats, below: a mistake's own
+        # integers can move by an entry or one across machines, e.g. where a plateau's edge is rounding-dominated);
+        # several can match: name each
+        far = float(np.sum(np.abs(got - exp)))
+        differ, named = {}, []
+        for name, alt in (mistakes or {}).items():
+            alt = np.asarray(alt, dtype=np.float64)
+            if alt.shape != exp.shape or np.array_equal(alt, exp):
+                continue
+            differ[name] = int(np.sum(got != alt))
+            if differ[name] <= 0.25 * wrong or float(np.sum(np.abs(got - alt))) <= 0.25 * far:
+                named.append(name)
         text = f"有 {wrong}/{exp.size} 个整数值（编号、模式或计数）与参考值不同{_first_index(got != exp)}。"
         # the diagnosis is the closest of those named (the first in the catalogue's order among equals)
         closest = min(named, key=lambda name: differ[name], default="")

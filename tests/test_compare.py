@@ -135,8 +135,11 @@ def test_integer_kind_names_every_catalogued_mistake_it_matches():
     starts, stops = np.array([3, 4, 6, 8]), np.array([9, 11, 12, 14])
     near = compare(np.array([9, 11, 13, 14]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
     assert near.message.endswith("取成了终点。")
-    far = compare(np.array([9, 11, 13, 15]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
-    assert "终点" not in far.message
+    # two moved by one each (another machine's rounding): still four times nearer the stops than the starts
+    moved = compare(np.array([9, 11, 13, 15]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
+    assert moved.message.endswith("取成了终点。") and moved.diagnosis == "stop"
+    far = compare(np.array([5, 6, 8, 10]), starts, "integer", {"stop": stops}, messages={"stop": "取成了终点。"})
+    assert "终点" not in far.message and far.diagnosis == ""
 
 
 def test_precheck_explains_malformed_notebooks_without_raising(tmp_path):

@@ -190,3 +190,19 @@ def test_the_measurement_of_a_check_does_not_depend_on_the_others_measured_with_
     key = f"{SMALL}.ab_explicit"
     alone = spread.measure({key: request[key][0]}, {key: request[key][1]}, perturb)
     assert alone[key] == both[key] and max(alone[key]) > 0.0
+
+
+def test_generator_refuses_an_all_zero_float_reference_without_an_absolute_tolerance():
+    def zero_check(atol):
+        return Check(
+            "fn",
+            cases=lambda: case_value([{"x": 1.5}], [{"x": 0.75}]),
+            reference=lambda x: np.zeros(2),  # e.g. the force of a contact that carries no load
+            outputs=(Output("力", atol=atol),),
+            exercise="fake_ex",
+        )
+
+    with pytest.raises(data.ToleranceError, match="all zeros and the output has no atol"):
+        _entries(zero_check(0.0), [0.0])
+    entry, _ = _entries(zero_check(1e-12), [0.0])
+    assert entry["outputs"][0]["atol"] == 1e-12

@@ -125,6 +125,11 @@ BAD_TERM_LINES = st.sampled_from(
         "due = 3",
         "deadline = 3",
         "[due\n",
+        '[grading]\nsalt = "2027 spring"',
+        '[grading]\nsalt = "../2027"',
+        "[grading]\nsalt = 2027",
+        '[grading]\nseed = "2027-spring"',
+        "grading = 3",
     ]
 )
 

@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 
 from autograder.authoring import spread as spread_
-from autograder.authoring.cases import drawing_public
+from autograder.authoring.cases import drawing_hidden, drawing_public
 from autograder.authoring.naive_math import hint_problems
 from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
-from autograder.authoring.sources import check_points, defines, graded_callable, template_signature
+from autograder.authoring.sources import COURSE_DIR, check_points, defines, graded_callable, template_signature
 from course_check import PUBLIC_DIR
 from course_check.compare import NONFINITE, tolerance
 from autograder.verdict.data import DATA_DIR
@@ -204,6 +204,18 @@ def tolerance_problems(key: str, outputs: list[dict], cases: list[dict]) -> list
     return problems
 
 
+def zero_reference_problems(outputs: list[dict], cases: list[dict]) -> list[str]:
+    """Float outputs whose reference is all zeros on some case but which state no absolute tolerance: relative
+    to nothing, a correct answer's rounding (1e-17) would fail there."""
+    return [
+        f"case {i}: the reference of {o['label']!r} is all zeros and the output has no atol; state one "
+        "(Output(..., atol=...): what 0 means for this quantity)"
+        for i, case in enumerate(cases, start=1)
+        for o, value in zip(outputs, case["expected"])
+        if o["kind"] != "integer" and not o["atol"] and np.size(value) and not np.any(np.asarray(value, dtype=float))
+    ]
+
+
 def uncaught_mistakes(key: str, spec: dict) -> list[str]:
     """Catalogued mistakes of a stored check that pass every hidden case (they cost no points here)."""
     names = spec["cases"][0]["mistakes"] if spec["cases"] else {}
@@ -234,9 +246,12 @@ def check_data(
     ]
     problems = tolerance_problems(check.key, outputs, cases)
     problems += [f"public {p}" for p in tolerance_problems(check.key, outputs, public)]
+    problems += zero_reference_problems(outputs, cases)
+    problems += [f"public {p}" for p in zero_reference_problems(outputs, public)]
     if problems:
         raise ToleranceError(
-            f"the tolerances of check {check.key} do not separate its catalogued mistakes:\n  " + "\n  ".join(problems)
+            f"the tolerances of check {check.key} do not separate its catalogued mistakes or cannot judge a zero "
+            "reference:\n  " + "\n  ".join(problems)
         )
     _disjoint(check.key, cases, public)
     common = {
@@ -301,6 +316,7 @@ def regenerate(
     measure: bool = False,
     spread_from: Path = DATA_DIR,
     variants: dict | None = None,
+    salt: str | None = None,
 ) -> list[Path]:
     """Write ``<exercise>.json`` (hidden data, hidden inputs, public checks) for the given exercises (all
     by default); returns the data paths.
@@ -309,6 +325,7 @@ def regenerate(
         measure: measure the spread of correct answers for every check (minutes); otherwise keep the
             spread stored in ``spread_from`` where it still fits and measure only the rest.
         variants: environments of the spread measurement (default :data:`autograder.authoring.spread.VARIANTS`).
+        salt: the term's salt for the hidden cases (default: ``[grading] salt`` of ``assignments/term.toml``).
 
     Nothing is written when a check is refused (:class:`ToleranceError`, :class:`HintError`).
     """
@@ -317,8 +334,13 @@ def regenerate(
         by_exercise.setdefault(check.exercise, []).append(check)
     chosen = sorted(exercises or by_exercise)
     checks = [check for exercise in chosen for check in by_exercise[exercise]]
-    hidden = {check.key: check.cases() for check in checks}
-    cases = {check.key: compute_cases(check, inputs=hidden[check.key]) for check in checks}
+    if salt is None:
+        from autograder.ops.term import load_term
+
+        salt = load_term(COURSE_DIR).salt
+    with drawing_hidden(salt):  # a reference may look up how its case was drawn: it runs in the same context
+        hidden = {check.key: check.cases() for check in checks}
+        cases = {check.key: compute_cases(check, inputs=hidden[check.key]) for check in checks}
     public = {check.key: compute_cases(check, public=True) for check in checks}
     problems = hint_problems(checks, hidden)
     if problems:

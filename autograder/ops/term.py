@@ -35,6 +35,8 @@ JOURNAL = "extensions"  # .grading/audit/extensions.jsonl (autograder/verdict/jo
 EXTENSIONS_FILE = journal.FOLDER / f"{JOURNAL}.jsonl"
 #: the longest extension, hard deadline or lateness a term can mean: half a year
 MAX_DAYS = 183
+#: a term's salt: a short name such as "2027-spring" (empty: no salt, the hidden cases of the seeds alone)
+SALT = re.compile(r"[A-Za-z0-9._-]{0,64}")
 #: a student id: one path component without white space (no '/', '\\', spaces, tabs or newlines)
 STUDENT_ID = re.compile(r"[^\s/\\]{1,128}")
 
@@ -46,6 +48,7 @@ class Term:
     utc_offset_hours: float
     due: dict[str, datetime]
     policy: LatePolicy
+    salt: str = ""  # [grading] salt: mixed into every hidden case draw (autograder.authoring.cases)
 
 
 def _aware(section: str, text) -> datetime:
@@ -93,9 +96,11 @@ def load_term(course_dir: Path) -> Term:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a valid TOML file ({exc})") from exc
-    unknown = set(raw) - {"utc_offset_hours", "due", "late_policy"}
+    unknown = set(raw) - {"utc_offset_hours", "due", "late_policy", "grading"}
     if unknown:
-        raise ValueError(f"{path}: unknown setting(s) {sorted(unknown)}; known: utc_offset_hours, [due], [late_policy]")
+        raise ValueError(
+            f"{path}: unknown setting(s) {sorted(unknown)}; known: utc_offset_hours, [due], [late_policy], [grading]"
+        )
     late = _table(path, raw, "late_policy")
     unknown = set(late) - {"percent_per_day", "cap_percent", "hard_deadline_days"}
     if unknown:
@@ -111,7 +116,21 @@ def load_term(course_dir: Path) -> Term:
     if unknown:
         raise ValueError(f"{path}: [due] names unknown section(s) {unknown}; the sections: {', '.join(SECTIONS)}")
     due = {section: _aware(section, text) for section, text in due_table.items()}
-    return Term(_number(path, "utc_offset_hours", raw.get("utc_offset_hours", 8.0), -12, 14), due, policy)
+    offset = _number(path, "utc_offset_hours", raw.get("utc_offset_hours", 8.0), -12, 14)
+    return Term(offset, due, policy, _salt(path, _table(path, raw, "grading")))
+
+
+def _salt(path: Path, grading: dict) -> str:
+    unknown = set(grading) - {"salt"}
+    if unknown:
+        raise ValueError(f"{path}: unknown grading setting(s) {sorted(unknown)}; known: salt")
+    salt = grading.get("salt", "")
+    if not isinstance(salt, str) or not SALT.fullmatch(salt):
+        raise ValueError(
+            f"{path}: [grading] salt must be a short name of the term in letters, digits, '-', '_' or '.', "
+            f'such as "2027-spring" (at most 64 characters), got {salt!r}'
+        )
+    return salt
 
 
 @dataclass(frozen=True)

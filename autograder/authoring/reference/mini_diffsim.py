@@ -53,7 +53,7 @@ from autograder.kernel_support.mini_diffsim_p3 import SPIKE
 from course_check.adapters import LONG_PREFIX, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.cases import case_rng, case_value, draw_until
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this assignment recognises ---------------------------------------------------------
@@ -459,13 +459,21 @@ def _curve_cases():
         ((800.0, 8.0, 300.0), (5000.0, 25.0, 1500.0), (20000.0, 4.0, 120.0)),
         ((1200.0, 10.0, 400.0), (7000.0, 20.0, 1000.0)),
     ):
-        phi = np.sort(rng.uniform(-0.02, 0.01, 9)).round(6)  # one length: force_curves compiles once
-        phi_dot = rng.uniform(-2.0, 2.0, 9).round(4)
-        # away from the kinks, where jax.grad's tie conventions would decide: the onset phi = 0 and the clamps
-        assert np.min(np.abs(phi)) > 1e-5
-        inside = phi < 0
-        assert np.all(np.abs(k * (-phi[inside]) - c * phi_dot[inside]) > 1e-3)
-        assert np.all(np.abs(k * np.logaddexp(0.0, -beta * phi) / beta - c * phi_dot / (1 + np.exp(beta * phi))) > 1e-3)
+
+        def draw():  # nine points: one length, so force_curves compiles once
+            return np.sort(rng.uniform(-0.02, 0.01, 9)).round(6), rng.uniform(-2.0, 2.0, 9).round(4)
+
+        def away_from_kinks(points, k=k, c=c, beta=beta):  # where jax.grad's tie conventions would decide
+            phi, phi_dot = points
+            inside = phi < 0
+            soft = k * np.logaddexp(0.0, -beta * phi) / beta - c * phi_dot / (1 + np.exp(beta * phi))
+            return bool(
+                np.min(np.abs(phi)) > 1e-5  # the onset phi = 0
+                and np.all(np.abs(k * (-phi[inside]) - c * phi_dot[inside]) > 1e-3)  # the clamps
+                and np.all(np.abs(soft) > 1e-3)
+            )
+
+        phi, phi_dot = draw_until(draw, away_from_kinks)
         cases.append({"phi": phi, "phi_dot": phi_dot, "k": k, "c": c, "beta": beta})
     return cases
 

@@ -109,7 +109,10 @@ _S04_5_EX1_CHECKS = (
         outputs=(
             Output("接触力 λ", "exact"),
             Output("导数 dλ/dφ（φ ≠ 0 处）", "exact"),
-            Output("φ = 0 处的导数超出 [−k, 0] 的距离（除以 k）", "exact", atol=1e-12),
+            # not returned by the student: computed by the grader from the slope the student returned at phi = 0
+            Output(
+                "你在 φ = 0 处给出的导数落在 [−k, 0] 之外的距离（评分程序由你的导数算出，除以 k）", "exact", atol=1e-12
+            ),
         ),
         mistakes={
             "s045_wrong_side": Mistake(
@@ -336,7 +339,11 @@ _S04_5_EX4_CHECKS = (
         "solve_lcp",
         _lcp_cases(405_401, coupled=2),  # graded through course_check.adapters.complementarity
         reference=solve_lcp_checked,
-        outputs=(Output("LCP 的解 z*", "exact", weight=0.5), Output("互补条件成立", "integer", weight=0.5)),
+        # with no contact closed z* is exactly 0: atol 1e-12 is what "0" means there (the complementarity's own)
+        outputs=(
+            Output("LCP 的解 z*", "exact", weight=0.5, atol=COMPLEMENTARITY_TOL),
+            Output("互补条件成立", "integer", weight=0.5),
+        ),
         mistakes={
             "s045_lcp_unprojected": Variant(S045_LCP_UNPROJECTED, method="unprojected"),
             "s045_lcp_clipped": Variant(S045_LCP_CLIPPED, method="clipped"),
@@ -347,7 +354,7 @@ _S04_5_EX4_CHECKS = (
         "lcp_jacobian",
         _lcp_cases(405_402),
         reference=lcp_jacobian,
-        outputs=(Output("∂z*/∂w0", "exact"),),
+        outputs=(Output("∂z*/∂w0", "exact", atol=1e-12),),  # no contact closed: a zero Jacobian
         mistakes={
             "s045_ift_full_inverse": Variant(S045_IFT_FULL_INVERSE, full_inverse=True),
             "s045_ift_sign": Variant(S045_IFT_SIGN, sign=1.0),

@@ -1,0 +1,87 @@
+"""Hidden cases new each term: ``[grading] salt`` in ``assignments/term.toml`` (autograder.authoring.cases).
+
+* every check whose hidden cases draw random inputs draws other ones under another salt, and the same ones under
+  the same salt; the public cases never move (students keep their public checks);
+* the real regeneration with two salts writes other hidden inputs and expected values and identical public
+  files, and the same salt gives the same bytes;
+* every case function works under any salt (its guards redraw instead of asserting).
+
+The checks whose hidden cases are fixed settings alone (the long training runs, the fixed rollouts) do not move
+with the salt yet: they are listed here, so that the list can only shrink.
+"""
+
+import json
+
+import pytest
+
+from autograder.authoring import regenerate as data
+from autograder.authoring.cases import drawing_hidden, drawing_public
+from autograder.authoring.registry import all_checks
+from autograder.ops.term import load_term
+from autograder.authoring.sources import COURSE_DIR
+
+#: checks whose hidden cases are fixed settings only (no random input): the salt cannot change them yet
+FIXED_ACROSS_TERMS = {
+    "mini_diffsim_p2.boundary_check",
+    "mini_diffsim_p2.contact_sweep",
+    "mini_diffsim_p3.train",
+    "mini_diffsim_p3.train_long",
+    "mini_diffsim_p4.panel_data",
+    "s04_2_ex3.cumulative_grad_norms",
+    "s04_2_ex3.product_log10_sv",
+    "s04_2_ex3.step_jacobians",
+    "s04_2_ex3.step_norms",
+    "s04_3_ex1.stability_mask",
+    "s04_4_ex3.log_step",
+    "s04_8_ex1.find_plateau",
+    "s04_8_ex3.log_entry",
+    "s04_8_ex3.train_with_log",
+    "s04_9_ex2.stiffness_sweep",
+    "s04_9_ex3.train_shac",
+    "s04_9_ex4.identify",
+    "s04_9_ex4.residuals",
+    "s04_end_exB.ad_slopes",
+    "s04_end_exB.fd_estimates",
+}
+SALTS = ("2027-spring", "2027-autumn")
+
+
+def drawn(check, salt=None):
+    with drawing_public() if salt is None else drawing_hidden(salt):
+        return [data.serialise(data._plain(case)) for case in check.cases()]
+
+
+@pytest.mark.parametrize("key", sorted(all_checks()))
+def test_another_salt_draws_other_hidden_cases_and_the_same_public_ones(key):
+    check = all_checks()[key]
+    first, again, other = drawn(check, SALTS[0]), drawn(check, SALTS[0]), drawn(check, SALTS[1])
+    assert first == again
+    moved = [a != b for a, b in zip(first, other)]
+    if key in FIXED_ACROSS_TERMS:
+        assert not all(moved), f"{key} moves with the salt now: take it off FIXED_ACROSS_TERMS"
+    else:
+        assert all(moved), f"{key}: hidden cases {[i for i, m in enumerate(moved) if not m]} ignore the salt"
+    assert drawn(check) == drawn(check)  # public cases: no salt in them
+
+
+def test_the_course_term_has_a_salt():
+    assert load_term(COURSE_DIR).salt  # the instructors' page says to change it each term
+
+
+def test_regeneration_with_a_new_salt_changes_hidden_data_only(tmp_path):
+    exercise = "s04_6_ex1"  # a quick one; every exercise goes through the same regenerate()
+
+    def regenerate(name, salt):
+        dirs = {k: tmp_path / name / k for k in ("data", "inputs", "public")}
+        data.regenerate(
+            [exercise], out_dir=dirs["data"], inputs_dir=dirs["inputs"], public_dir=dirs["public"], salt=salt
+        )
+        return {k: (d / f"{exercise}.json").read_bytes() for k, d in dirs.items()}
+
+    first, again, other = regenerate("a", SALTS[0]), regenerate("b", SALTS[0]), regenerate("c", SALTS[1])
+    assert first == again
+    assert first["public"] == other["public"]
+    for check, spec in json.loads(first["data"]).items():
+        changed = json.loads(other["data"])[check]
+        for case, case_other in zip(spec["cases"], changed["cases"]):
+            assert case["inputs"] != case_other["inputs"] and case["expected"] != case_other["expected"], check
