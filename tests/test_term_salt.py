@@ -19,6 +19,7 @@ from autograder.authoring.cases import drawing_hidden
 from autograder.authoring.registry import all_checks
 from autograder.ops.term import load_term
 from autograder.authoring.sources import COURSE_DIR
+from autograder.kernel.capture import INPUTS_DIR
 
 #: checks whose hidden cases are fixed settings only (no random input): the salt cannot change them yet
 FIXED_ACROSS_TERMS = {
@@ -44,19 +45,27 @@ FIXED_ACROSS_TERMS = {
     "s04_end_exB.fd_estimates",
 }
 SALTS = ("2027-spring", "2027-autumn")
+OTHER_SALT = "2031-autumn"  # not the course's
 
 
 def drawn(check, salt):
     with drawing_hidden(salt):
-        return [data.serialise(data._plain(case)) for case in check.cases()]
+        return [json.loads(data.serialise(data._plain(case))) for case in check.cases()]
+
+
+def canonical(inputs) -> str:
+    return json.dumps(inputs, sort_keys=True)
 
 
 @pytest.mark.parametrize("key", sorted(all_checks()))
 def test_another_salt_draws_other_hidden_cases(key):
-    # the same salt gives the same bytes and the public cases ignore the salt: the regeneration tests below and
-    # in test_grading_pipeline (committed data = a fresh regeneration with the course's salt) show both
+    # against the committed hidden inputs, drawn with the course's salt (test_grading_pipeline shows the committed
+    # data is a fresh regeneration with it; the same salt gives the same bytes and the public cases ignore the
+    # salt: the regeneration test below)
     check = all_checks()[key]
-    moved = [a != b for a, b in zip(drawn(check, SALTS[0]), drawn(check, SALTS[1]))]
+    committed = json.loads((INPUTS_DIR / f"{check.exercise}.json").read_text(encoding="utf-8"))[check.name]["cases"]
+    assert load_term(COURSE_DIR).salt != OTHER_SALT
+    moved = [canonical(a) != canonical(b) for a, b in zip(committed, drawn(check, OTHER_SALT))]
     if key in FIXED_ACROSS_TERMS:
         assert not all(moved), f"{key} moves with the salt now: take it off FIXED_ACROSS_TERMS"
     else:
