@@ -153,14 +153,14 @@ class Opaque:
 
     def __call__(self, x):
         try:
-            x = np.asarray(x, dtype=np.float64)
+            point = np.asarray(x, dtype=np.float64)
         except Exception:  # noqa: BLE001 - a JAX tracer refuses conversion: differentiated directly
             raise TypeError(
                 "f may be evaluated, f(x), but not differentiated with jax.jvp / jax.vjp / jax.jacfwd / jax.jacrev "
                 "(directly or inside jax.vmap / jax.jit): take its derivatives through forward_pass and reverse_pass, "
                 "whose calls are counted"
             ) from None
-        return np.asarray(self._fn(x))
+        return np.asarray(self._fn(point))
 
 
 def count_passes(student_fn, make_map, forward_pass, reverse_pass):

@@ -72,7 +72,11 @@ def test_every_student_page_has_its_twin_and_the_instructors_page_stays_out(edit
     pages = student_edition.student_pages()
     assert "book/instructors" not in pages and "book/s04_4" in pages
     for page in pages:
-        assert (edition.folder / f"{page}.md").read_bytes() == (ROOT / f"{page}.md").read_bytes()
+        shipped, source = (
+            (edition.folder / f"{page}.md").read_text(encoding="utf-8"),
+            (ROOT / f"{page}.md").read_text(encoding="utf-8"),
+        )
+        assert shipped == student_edition.student_text(source) and "instructors-only" not in shipped
         twin = nbformat.read(edition.folder / f"{page}.ipynb", as_version=4)
         first = twin.cells[0]
         if any(c.cell_type == "code" for c in twin.cells[1:]):
@@ -81,6 +85,8 @@ def test_every_student_page_has_its_twin_and_the_instructors_page_stays_out(edit
             compile(first.source, page, "exec")
         assert all(not c.get("outputs") for c in twin.cells if c.cell_type == "code")
     assert not (edition.folder / "book" / "instructors.md").exists()
+    assert "make book" in (ROOT / "book" / "index.md").read_text(encoding="utf-8")  # the web book keeps them
+    assert "make book" not in (edition.folder / "book" / "index.md").read_text(encoding="utf-8")
 
 
 def test_every_module_a_page_imports_is_in_the_edition(edition):
@@ -225,3 +231,44 @@ def test_a_leak_in_what_the_edition_is_made_from_fails_the_command(tmp_path, mon
         with contextlib.redirect_stdout(io.StringIO()), mock.patch.object(cli, "COURSE", ROOT / "assignments"):
             cli.main(["student-edition", "--out", str(tmp_path / "out")])
     assert "README.md: solution or rubric of" in printed.getvalue()
+
+
+#: what a page may name without the edition holding it: the student's own files and folders, Colab's and the
+#: hub's, and what the install creates
+_NOT_IN_THE_EDITION = {".venv", ".venv/", "submitted/", "feedback/", "Copy of", "/content", "build/", "*.egg-info"}
+
+
+def _named_paths(text: str) -> set[str]:
+    """Relative paths a page names in inline code: ``book/s04_1.ipynb``, ``course_check/``, ``requirements.txt``."""
+    names = set()
+    for token in re.findall(r"`([^`\s]+)`", text):
+        token = token.rstrip(".,;:，。")
+        if re.fullmatch(r"\.\w+", token):  # an extension (".ipynb"), not a file
+            continue
+        if re.fullmatch(r"[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]*)*", token) and (
+            "/" in token or re.search(r"\.(md|ipynb|txt|toml|py|lock|cfg)$", token)
+        ):
+            names.add(token)
+    return names
+
+
+def test_the_editions_own_text_names_only_what_the_edition_holds(edition):
+    # a student follows the README and the pages literally: every file or folder they name must be there,
+    # and no instructor-only command (make, python -m autograder) is a step they are asked to take; a page's
+    # passages for instructors are marked and left out of the edition (student_edition.student_text)
+    missing, edition = [], edition.folder
+    texts = [edition / "README.md", *sorted((edition / "book").glob("*.md"))]
+    for path in texts:
+        text = path.read_text(encoding="utf-8")
+        for name in _named_paths(text) - _NOT_IN_THE_EDITION:
+            if name.startswith(("http", "/")) or "*" in name:
+                continue
+            held = (edition / name).exists() or (path.parent / name).exists()
+            if not held and "/" not in name:  # a bare file name: an exercise notebook, say, wherever it lives
+                held = any(edition.rglob(name))
+            if not held:
+                missing.append(f"{path.relative_to(edition)} names {name!r}")
+        for command in ("make book", "make test", "python -m autograder", "make venv"):
+            if command in text:
+                missing.append(f"{path.relative_to(edition)} asks for {command!r}")
+    assert not missing, "\n".join(missing)

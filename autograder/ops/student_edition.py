@@ -104,9 +104,19 @@ def setup_cell(repository_url: str, branch: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(source, metadata={"tags": [TWIN_MARK]})
 
 
+#: a page's passages for instructors and maintainers (how to build the book, set the launch buttons) sit between
+#: these two lines; the web book shows them, the edition's copy of the page (and its twin) leaves them out
+INSTRUCTORS_ONLY = re.compile(r"\n?<!-- instructors-only -->\n.*?<!-- /instructors-only -->\n", re.S)
+
+
+def student_text(md_text: str) -> str:
+    """A page's source as the edition ships it: without its instructors-only passages."""
+    return INSTRUCTORS_ONLY.sub("\n", md_text)
+
+
 def page_twin(md_path: Path, repository_url: str | None, branch: str) -> nbformat.NotebookNode:
     """The page as a notebook without outputs; with a repository address, Colab's setup cell first."""
-    nb = jupytext.read(md_path)
+    nb = jupytext.reads(student_text(md_path.read_text(encoding="utf-8")), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
     if repository_url and any(cell.cell_type == "code" for cell in nb.cells):
         nb.cells.insert(0, setup_cell(repository_url, branch))
@@ -161,7 +171,9 @@ def build_edition(
         _copy(root / helper, out / helper, files)
     for page in student_pages(root):
         md = root / f"{page}.md"
-        _copy(md, out / f"{page}.md", files)
+        (out / f"{page}.md").parent.mkdir(parents=True, exist_ok=True)
+        (out / f"{page}.md").write_text(student_text(md.read_text(encoding="utf-8")), encoding="utf-8")
+        files.append(out / f"{page}.md")
         twin = out / f"{page}.ipynb"
         nbformat.write(page_twin(md, repository_url, branch), twin)
         files.append(twin)

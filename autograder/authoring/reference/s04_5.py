@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.cases import case_rng, case_value, draw_until
 from course_check.adapters import COMPLEMENTARITY_TOL, kink_as_subgradient
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
@@ -86,16 +86,22 @@ def _penalty_variant(side="penetration", slope_sign=-1.0, at_zero=-0.25):
     return kink_as_subgradient(fn)
 
 
+def _both_sides_and_one_kink(phi) -> bool:
+    return bool(np.sum(phi == 0.0) == 1 and np.any(phi < 0) and np.any(phi > 0))
+
+
 def _penalty_cases():
     rng = case_rng(405_101)
     cases = []
     for k, n in ((350.0, 6), (2.0e4, 7), (1234.5, 5)):
-        phi = np.concatenate([rng.uniform(-0.05, 0.05, size=n).round(5), [0.0]])
-        cases.append({"phi": rng.permutation(phi), "k": k})
+        phi = draw_until(
+            lambda n=n: rng.permutation(np.concatenate([rng.uniform(-0.05, 0.05, size=n).round(5), [0.0]])),
+            _both_sides_and_one_kink,
+        )
+        cases.append({"phi": phi, "k": k})
     grid = np.concatenate([rng.uniform(-0.02, 0.0, size=3), rng.uniform(0.0, 0.02, size=2)]).round(5)
     cases.append({"phi": rng.permutation(np.concatenate([grid, [0.0]])).reshape(2, 3), "k": 870.0})  # a 2-D array
-    for case in cases:
-        assert np.sum(case["phi"] == 0.0) == 1 and np.any(case["phi"] < 0) and np.any(case["phi"] > 0)
+    assert all(_both_sides_and_one_kink(case["phi"]) for case in cases)  # the grid has both signs by construction
     return cases
 
 
