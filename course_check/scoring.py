@@ -74,6 +74,21 @@ def _call_problem(name: str, spec: dict, result) -> str | None:
     raise MalformedRecord("unknown status")
 
 
+def compare_output(got, spec: dict, case: dict, j: int):
+    """:func:`compare` of ``got`` with output ``j`` of a stored case of ``spec``: the tolerances, the catalogued
+    mistakes' values and their messages as the generator stored them (nothing in a record changes them)."""
+    output = spec["outputs"][j]
+    return compare(
+        got,
+        case["expected"][j],
+        kind=output["kind"],
+        mistakes={m: vals[j] for m, vals in case["mistakes"].items()},
+        rtol=output["rtol"],
+        messages=spec["messages"],
+        atol=output.get("atol", 0.0),
+    )
+
+
 def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[str], list[str | None]]:
     """``(passed per output, what the feedback says of this case, diagnosis per output)``; each line follows
     the case's name."""
@@ -96,17 +111,7 @@ def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[s
             codes.append("type")
             lines.append(f"，{output['label']}：返回值应为数值数组（或数值），得到的是 {got.description}。")
             continue
-        mistakes = {m: vals[j] for m, vals in case["mistakes"].items()}
-        # the tolerances are the output's, as stored by the generator; nothing in the record changes them
-        verdict = compare(
-            got,
-            case["expected"][j],
-            kind=output["kind"],
-            mistakes=mistakes,
-            rtol=output["rtol"],
-            messages=spec["messages"],
-            atol=output.get("atol", 0.0),
-        )
+        verdict = compare_output(got, spec, case, j)
         passed.append(verdict.passed)
         codes.append(None if verdict.passed else verdict.diagnosis)
         if not verdict.passed:  # a long diagnosis shared by several outputs is printed once per case

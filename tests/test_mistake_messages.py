@@ -4,7 +4,8 @@ For every check's stored hidden cases (``autograder/data``) and public cases (``
 output and every catalogued mistake whose value fails the comparison there: handing in exactly the mistake's value
 gets that mistake's diagnosis and its own message, not a generic rule's (a sign, a zero, a transpose) and not
 another mistake's, unless that other mistake gives the very same value on this output (then either is true).
-This is the comparison grading and the public checks both run (``course_check.compare``), on the data they read.
+This is the comparison grading and the public checks both run (``course_check.scoring.compare_output``), on the
+data they read.
 """
 
 import json
@@ -14,7 +15,7 @@ import pytest
 
 from autograder.verdict.data import DATA_DIR
 from course_check import PUBLIC_DIR
-from course_check.compare import compare
+from course_check.scoring import compare_output
 
 FILES = sorted(DATA_DIR.glob("*.json")) + sorted(PUBLIC_DIR.glob("*.json"))
 
@@ -37,15 +38,7 @@ def test_each_catalogued_mistake_is_diagnosed_as_itself(path):
             for j, output in enumerate(spec["outputs"]):
                 mistakes = {name: values[j] for name, values in case["mistakes"].items()}
                 for name, value in mistakes.items():
-                    verdict = compare(
-                        value,
-                        case["expected"][j],
-                        kind=output["kind"],
-                        mistakes=mistakes,
-                        rtol=output["rtol"],
-                        messages=spec["messages"],
-                        atol=output.get("atol", 0.0),
-                    )
+                    verdict = compare_output(value, spec, case, j)
                     if verdict.passed:
                         continue  # this mistake does not show on this output of this case
                     named = verdict.diagnosis

@@ -128,6 +128,18 @@ def cjk_font() -> str | None:
     return next((p for p in paths if Path(p).is_file()), None)
 
 
+def save_figure(fig, path: Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (its folder made) and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def overview_figure(rows, path: Path) -> Path:
     """Per exercise, box plots with points of the automatic score and of the total, in % of their maxima.
 
@@ -201,12 +213,7 @@ def overview_figure(rows, path: Path) -> Path:
             "manual grades not yet entered count 0 in the total",
             fontsize=9,
         )
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 # --- (c) feedback check ---------------------------------------------------------------------------

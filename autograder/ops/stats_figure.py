@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.ops.reports import save_figure
 from autograder.ops.stats import CheckStats
 
 #: (attribute of CheckStats, legend, colour): the split of each check's submissions, in drawing order
@@ -67,9 +68,4 @@ def stats_figure(stats: list[CheckStats], path: Path) -> Path:
     right.set_title(f"Most frequent diagnoses (top {TOP})", fontsize=10)
     for ax in (left, right):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
