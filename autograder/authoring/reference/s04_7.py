@@ -655,6 +655,26 @@ def segment_backward(x_start, us_seg, lam_end, stage_x=True, cost_at="next"):
     return np.asarray(grad[0]), np.asarray(grad[1])
 
 
+@functools.lru_cache(maxsize=32)
+def _store_all_value_and_grad(x0_bytes, us_bytes, shape, s, carry):
+    """(L, dL/dU) with every state kept (un-jitted: one Python step per control). Cached by the inputs' bytes:
+    the reference and four of its five mistakes share them, and each costs one un-jitted value-and-grad."""
+    x0 = jnp.asarray(np.frombuffer(x0_bytes, dtype=np.float64))
+    us = jnp.asarray(np.frombuffer(us_bytes, dtype=np.float64).reshape(shape))
+
+    def loss(us):
+        x, total = x0, 0.0
+        for k in range(shape[0]):
+            if k % s == 0 and not carry:
+                x = jax.lax.stop_gradient(x)  # every segment's backward starts from lambda = 0
+            x = _ckpt_step(x, us[k], CKPT_PEND)
+            total = total + 0.5 * jnp.sum(x**2) + 0.5 * CKPT_R * jnp.sum(us[k] ** 2)
+        return total
+
+    value, grad = jax.value_and_grad(loss)(us)
+    return float(value), np.asarray(grad)
+
+
 def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True, schedule="checkpointed"):
     """(L, dL/dU, segments, steps_ok, held_ok): the value and gradient by jax.value_and_grad with every state
     kept, and the schedule :func:`course_check.adapters.watch_checkpoints` records of a checkpointed answer
@@ -664,19 +684,9 @@ def checkpointed_value_and_grad(x0, us, segment_length, carry=True, tail=True, s
     segment dropped (its backward never called, so the first call is from the wrong checkpoint); and the
     schedules ``"store_all"`` (no segment_backward at all), ``"store_states"`` (every state kept in the forward
     pass), ``"recompute_per_step"`` (more than 3N steps)."""
-    us = jnp.asarray(us, dtype=jnp.float64)
+    x0, us = np.asarray(x0, dtype=np.float64), np.asarray(us, dtype=np.float64)
     n, s = us.shape[0], int(segment_length)
-
-    def loss(us):
-        x, total = jnp.asarray(x0, dtype=jnp.float64), 0.0
-        for k in range(n):
-            if k % s == 0 and not carry:
-                x = jax.lax.stop_gradient(x)  # every segment's backward starts from lambda = 0
-            x = _ckpt_step(x, us[k], CKPT_PEND)
-            total = total + 0.5 * jnp.sum(x**2) + 0.5 * CKPT_R * jnp.sum(us[k] ** 2)
-        return total
-
-    value, grad = jax.value_and_grad(loss)(us)
+    value, grad = _store_all_value_and_grad(x0.tobytes(), us.tobytes(), us.shape, s, carry)
     grad = np.array(grad)  # a writable copy
     segments = -(-n // s)
     if not tail and n % s:
