@@ -60,6 +60,12 @@ def drawing_public():
         _public.reset(token)
 
 
+def drawing_key() -> tuple:
+    """Which cases :func:`case_rng` draws now (the public ones, or the hidden ones of which salt): the key of a
+    cache of drawn cases, so that a case function that caches its draws never serves one term's another's."""
+    return (_public.get(), _salt.get())
+
+
 def case_value(hidden, public):
     """``hidden`` when the hidden cases are drawn, ``public`` inside :func:`drawing_public`: a fixed
     setting of a case function (a step size, a list of stiffnesses) that the public cases change."""

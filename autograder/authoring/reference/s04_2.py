@@ -18,7 +18,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.cases import case_rng, case_value, drawing_key
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -287,19 +287,31 @@ def cumulative_grad_norms(As, Bs):
 
 
 def _ex3_rollouts():
-    return _rollouts_of(case_value(False, True))
+    return _rollouts_of(drawing_key())
+
+
+#: the hidden rollouts: two from rest near the upright equilibrium (offsets of 1e-4 .. 1e-3 rad, either side),
+#: one from further away with random torques; the number of steps is fixed, the start and the step size drawn
+_EX3_HIDDEN_N = (70, 110, 40)
 
 
 @functools.lru_cache(maxsize=None)
-def _rollouts_of(public):
+def _rollouts_of(key):
     rng = case_rng(204_204)
+    torques_hidden = 0.5 * rng.normal(size=_EX3_HIDDEN_N[2])
+    torques_public = 0.5 * rng.normal(size=35)
+    # the hidden starts and steps, drawn after the public torques (the public cases stay what they were)
+    offsets = rng.choice([-1.0, 1.0], 2) * 10.0 ** rng.uniform(-4.0, -3.0, 2)
+    rate = rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-3.5, -2.5)
+    steps = rng.uniform(0.018, 0.03, 3).round(4)
+    far = (round(float(rng.uniform(2.2, 2.6)), 4), round(float(rng.uniform(0.3, 0.7)), 4))
     specs = case_value(
         [
-            ((np.pi - 5e-4, 0.0), 0.025, 70, None),
-            ((np.pi + 3e-4, -1e-3), 0.02, 110, None),
-            ((2.4, 0.5), 0.03, 40, 0.5 * rng.normal(size=40)),
+            ((np.pi + float(offsets[0].round(6)), 0.0), float(steps[0]), _EX3_HIDDEN_N[0], None),
+            ((np.pi + float(offsets[1].round(6)), float(round(rate, 6))), float(steps[1]), _EX3_HIDDEN_N[1], None),
+            (far, float(steps[2]), _EX3_HIDDEN_N[2], torques_hidden),
         ],
-        [((np.pi - 8e-4, 1e-3), 0.03, 60, None), ((2.0, -0.4), 0.035, 35, 0.5 * rng.normal(size=35))],
+        [((np.pi - 8e-4, 1e-3), 0.03, 60, None), ((2.0, -0.4), 0.035, 35, torques_public)],
     )
     out = []
     for x0, dt, n, us in specs:
