@@ -17,7 +17,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.cases import case_rng, case_value, draw_until
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -127,12 +127,23 @@ def _safe_points(rng, n, re_range, im_range):
     return np.array(pts)
 
 
+def _clear_of_boundaries(z):
+    return all(np.min(np.abs(np.abs(r(z)) - 1)) > _BOUNDARY_MARGIN for r in _CLOSED_R.values()) and bool(
+        np.min(np.abs(1 - z)) > 0.05
+    )
+
+
 def _mask_cases():
     rng = case_rng(403_102)
     plane = _safe_points(rng, 6 * 9, (-4.0, 2.5), (-3.0, 3.0)).reshape(6, 9)
     near_axis = _safe_points(rng, 8 * 5, (-3.0, 0.6), (-1.2, 1.2)).reshape(8, 5)
-    # avoids the real-axis boundaries -2, 0, 2 and the pole 1
-    real_line = case_value(np.linspace(-3.3, 2.7, 17), np.linspace(-3.25, 2.75, 13))
+    # a line of the real axis with the hidden start drawn (after the other points: the public cases stay what they
+    # were), clear of the real-axis boundaries -2, 0, 2 and the pole 1
+    def line():
+        start = round(float(rng.uniform(-3.45, -3.15)), 4)
+        return np.linspace(start, start + 6.0, 17)
+
+    real_line = case_value(draw_until(line, _clear_of_boundaries), np.linspace(-3.25, 2.75, 13))
     cases = [
         {"z_re": plane.real, "z_im": plane.imag},
         {"z_re": real_line, "z_im": np.zeros_like(real_line)},
