@@ -18,6 +18,9 @@ import nbformat
 import pytest
 
 from autograder.authoring import leak_scan
+from autograder.authoring.hidden_numbers import HiddenNumbers, significant_digits
+from autograder.authoring.release_scan import HIDDEN_INPUT_DIGITS
+from autograder.ops.reports import MIN_DIGITS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,4 +162,14 @@ def test_one_constant_alone_is_not_a_leak(secrets, tmp_path):
     [("0.0012340", 4), ("1e-3", 1), ("-0.017604784268750003", 17), ("1200", 2), ("3.", 1), ("100.0", 1)],
 )
 def test_significant_digits_as_written(token, digits):
-    assert leak_scan.significant_digits(token) == digits
+    assert significant_digits(token) == digits
+
+
+def test_every_leak_check_reads_a_printed_number_the_same_way():
+    # the release scan, the edition/book scan and the feedback check share one arithmetic
+    # (autograder/authoring/hidden_numbers.py), each with its own secret set and bar
+    hidden = HiddenNumbers([0.123456789012, 0.5, 250.0], MIN_DIGITS)
+    assert hidden.found_in("x = 0.123457, y = 0.1234568, z = 0.12346") == ["0.123457", "0.1234568"]  # rounded
+    assert hidden.found_in("0.500000 250.000 v1.234568 0.1234570") == ["0.1234570"]  # short values never match
+    assert HiddenNumbers([0.123456789012], HIDDEN_INPUT_DIGITS).found_in("u = [0.12346]") == ["0.12346"]
+    assert leak_scan.SINGLE_DIGITS > MIN_DIGITS > HIDDEN_INPUT_DIGITS  # the edition prints the most numbers

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import jupytext
 
+from autograder.authoring.hidden_numbers import NUMBER, at_digits, significant_digits
 from autograder.authoring.release_scan import FORBIDDEN_MARKERS, solution_lines
 from autograder.authoring.sources import COURSE_DIR, complete_metadata, source_notebooks
 
@@ -49,7 +50,6 @@ ROOT = COURSE_DIR.parent
 MIN_LINE = 20
 SINGLE_DIGITS = 10
 RUN, RUN_DIGITS, RUN_MIN_DIGITS = 3, 6, 4
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 _TAG = re.compile(r"<[^>]*>")
 _JSON_SUFFIXES = {".json", ".ipynb"}
 _ZIP_SUFFIXES = {".zip", ".whl"}
@@ -62,17 +62,6 @@ class Secrets:
     lines: dict[str, str] = field(default_factory=dict)
     numbers: dict[str, tuple[str, str]] = field(default_factory=dict)  # value at SINGLE_DIGITS -> (origin, case)
     runs: dict[tuple[str, ...], str] = field(default_factory=dict)  # RUN values at RUN_DIGITS digits -> origin
-
-
-def significant_digits(token: str) -> int:
-    """Digits of a number as written, without leading or trailing zeros: ``0.0012340`` has 4, ``100.0`` and
-    ``1e-3`` have 1 (a float's repr ends in ``.0`` whatever its precision, so trailing zeros say nothing)."""
-    mantissa = re.split(r"[eE]", token.lstrip("+-"))[0]
-    return len(mantissa.replace(".", "").strip("0"))
-
-
-def _at(value: float, digits: int) -> str:
-    return f"{value:.{digits - 1}e}"
 
 
 def _function_body_lines(path: Path) -> Iterator[tuple[str, str]]:
@@ -117,12 +106,12 @@ def _add_numbers(secrets: Secrets, document, name: str, all_inputs: bool, shared
     for path, values in _numbers(document, name):
         where = f"{'hidden input' if all_inputs or '.inputs' in path else 'expected value'} {path}"
         for value in values:
-            key = _at(value, SINGLE_DIGITS)
+            key = at_digits(value, SINGLE_DIGITS)
             if significant_digits(repr(value)) >= SINGLE_DIGITS and key not in shared:
                 secrets.numbers.setdefault(key, (where, _case(path)))
         for i in range(len(values) - RUN + 1):
             window = values[i : i + RUN]
-            key = tuple(_at(v, RUN_DIGITS) for v in window)
+            key = tuple(at_digits(v, RUN_DIGITS) for v in window)
             if all(significant_digits(repr(v)) >= RUN_MIN_DIGITS for v in window) and not shared.issuperset(key):
                 secrets.runs.setdefault(key, where)
 
@@ -139,7 +128,7 @@ def _public_numbers(root: Path, exercise: str) -> dict[str, set[str]]:
         return {}
     return {
         name: {
-            _at(v, d)
+            at_digits(v, d)
             for _, values in _numbers(spec["cases"], name)
             for v in values
             for d in (SINGLE_DIGITS, RUN_DIGITS)
@@ -168,7 +157,7 @@ def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
                 in_public = shown.get(path.stem, {}).get(name, set())
                 _add_numbers(secrets, {name: spec}, path.stem, folder == "kernel/inputs", in_public)
     # a value the release itself prints (a self-check's public point that a hidden case shares) is public
-    public_singles, public_runs = _number_keys(_NUMBER.findall(public_text))
+    public_singles, public_runs = _number_keys(NUMBER.findall(public_text))
     secrets.numbers = {k: v for k, v in secrets.numbers.items() if k not in public_singles}
     secrets.runs = {k: v for k, v in secrets.runs.items() if k not in public_runs}
     return secrets
@@ -176,9 +165,9 @@ def collect_secrets(public: Iterable[str] = (), root: Path = ROOT) -> Secrets:
 
 def _number_keys(tokens: list[str]) -> tuple[dict[str, str], dict[tuple[str, ...], str]]:
     """The tokens as the secrets are keyed: ``({single key: token}, {run key: tokens})`` (see the module)."""
-    singles = {_at(float(t), SINGLE_DIGITS): t for t in tokens if significant_digits(t) >= SINGLE_DIGITS}
+    singles = {at_digits(float(t), SINGLE_DIGITS): t for t in tokens if significant_digits(t) >= SINGLE_DIGITS}
     # a run is RUN numbers in a row, each written with RUN_MIN_DIGITS digits or more (as the secrets are)
-    values = [_at(float(t), RUN_DIGITS) if significant_digits(t) >= RUN_MIN_DIGITS else None for t in tokens]
+    values = [at_digits(float(t), RUN_DIGITS) if significant_digits(t) >= RUN_MIN_DIGITS else None for t in tokens]
     runs = {}
     for i in range(len(values) - RUN + 1):
         window = values[i : i + RUN]
@@ -251,7 +240,7 @@ def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
     for line, origin in secrets.lines.items():
         if line in text:
             problems.append(f"{where}: {origin} leaked: {line[:80]!r}")
-    singles, runs = _number_keys(_NUMBER.findall(text))
+    singles, runs = _number_keys(NUMBER.findall(text))
     by_case: dict[str, list[str]] = {}
     for key, token in singles.items():
         if key in secrets.numbers:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import nbformat
+
+from autograder.authoring.hidden_numbers import HiddenNumbers
 
 FORBIDDEN_MARKERS = (
     "BEGIN SOLUTION",
@@ -39,9 +40,13 @@ def solution_lines(source_nb, min_length: int = 26) -> set[str]:
     return lines
 
 
-def _hidden_numbers(data: dict) -> set[str]:
-    """Hidden input values written with at least 5 significant digits."""
-    found = set()
+#: a hidden input written with this many significant digits in a release is no coincidence
+HIDDEN_INPUT_DIGITS = 5
+
+
+def _hidden_inputs(data: dict) -> HiddenNumbers:
+    """The hidden inputs of an exercise's reference data, as a secret set (:mod:`autograder.authoring.hidden_numbers`)."""
+    values = []
 
     def walk(v):
         if isinstance(v, dict):
@@ -50,13 +55,13 @@ def _hidden_numbers(data: dict) -> set[str]:
         elif isinstance(v, list):
             for x in v:
                 walk(x)
-        elif isinstance(v, float) and len(re.sub(r"[^0-9]", "", repr(abs(v))).strip("0")) >= 5:
-            found.add(repr(v))
+        elif isinstance(v, float):
+            values.append(v)
 
     for spec in data.values():
         for case in spec["cases"]:
             walk(case["inputs"])
-    return found
+    return HiddenNumbers(values, HIDDEN_INPUT_DIGITS)
 
 
 def scan_release(release_dir: Path, source_dir: Path, data_dir: Path) -> list[str]:
@@ -77,7 +82,6 @@ def scan_release(release_dir: Path, source_dir: Path, data_dir: Path) -> list[st
                     problems.append(f"{nb_path.name}: solution line leaked: {line[:60]}")
         data_path = data_dir / f"{nb_path.stem}.json"
         if data_path.exists():
-            for number in _hidden_numbers(json.loads(data_path.read_text(encoding="utf-8"))):
-                if number in text:
-                    problems.append(f"{nb_path.name}: hidden input value {number} appears")
+            for number in _hidden_inputs(json.loads(data_path.read_text(encoding="utf-8"))).found_in(text):
+                problems.append(f"{nb_path.name}: hidden input value {number} appears")
     return problems

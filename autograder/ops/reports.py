@@ -20,6 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from autograder.authoring.hidden_numbers import HiddenNumbers
 from autograder.ops.gradebook import read_gradebook
 from autograder.verdict.data import DATA_DIR
 
@@ -36,7 +37,6 @@ CSV_FIELDS = [
     "max_score",
 ]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 MIN_DIGITS = 6  # a number with this many significant digits equal to a hidden value is no coincidence
 
 
@@ -260,11 +260,6 @@ def hidden_test_lines(source_text: str) -> list[str]:
     return sorted({line for line in hidden if line not in other and len(line) >= 6})
 
 
-def _significant_digits(token: str) -> int:
-    mantissa = re.split(r"[eE]", token.lstrip("+-"))[0].replace(".", "").lstrip("0")
-    return len(mantissa)
-
-
 def data_values(obj) -> list[float]:
     """Every non-integer number of a reference data file (inputs, expected values, mistakes)."""
     out = []
@@ -291,18 +286,12 @@ def check_feedback_html(page: str, hidden_lines, values, where: str = "") -> lis
             problems.append(f"{prefix}含有隐藏测试的源代码：{line!r}")
     if not _CJK.search(text):
         problems.append(f"{prefix}页面中没有中文")
-    rounded: dict[int, set] = {}
+    hidden = HiddenNumbers(values, MIN_DIGITS)
     for grade_id, output in graded_cells(page):
         if output.strip() and not _CJK.search(output):
             problems.append(f"{prefix}评分单元 {grade_id} 的输出不是中文：{_squash(output)[:120]!r}")
-        for token in _NUMBER.findall(output):
-            k = _significant_digits(token)
-            if k < MIN_DIGITS:
-                continue
-            if k not in rounded:
-                rounded[k] = {float(f"{v:.{k}g}") for v in values}
-            if float(token) in rounded[k]:
-                problems.append(f"{prefix}评分单元 {grade_id} 的输出含有参考数据中的数值 {token}（隐藏输入或期望值）")
+        for token in hidden.found_in(output):
+            problems.append(f"{prefix}评分单元 {grade_id} 的输出含有参考数据中的数值 {token}（隐藏输入或期望值）")
     return problems
 
 
