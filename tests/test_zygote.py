@@ -22,7 +22,14 @@ import pytest
 from jupyter_client.utils import run_sync
 from nbclient import NotebookClient
 
-from autograder.confine import isolation, zygote
+from autograder.confine import fork_server, isolation, zygote
+from autograder.confine.zygote_registry import (
+    KERNEL_ZYGOTES,
+    MAX_RETRY_AFTER_S,
+    RETRY_AFTER_S,
+    StartFailures,
+    ZygoteRegistry,
+)
 from autograder.confine import landlock as sandbox
 from autograder.confine.kernel import confined_kernel
 from autograder.confine.limits import Limits
@@ -33,7 +40,7 @@ EXERCISE = "s04_1_ex1"
 pytestmark = [
     pytest.mark.nbgrader,
     pytest.mark.skipif(sandbox.abi_version() < 1, reason="this Linux kernel has no Landlock"),
-    pytest.mark.skipif(not zygote.available(), reason="no pidfds or SOCK_SEQPACKET here"),
+    pytest.mark.skipif(not fork_server.available(), reason="no pidfds or SOCK_SEQPACKET here"),
 ]
 
 PROBE = textwrap.dedent(f"""
@@ -157,7 +164,7 @@ def test_forked_kernel_is_confined_like_a_launched_one():
     assert forked["cwd_is_home"] and (forked["kernel_user"] is True or not isolation.is_root())
     # none of the kernel's sockets is one the zygote holds: it has no way back to ask for anything
     if isolation.is_root():
-        assert not set(forked["sockets"]) & _socket_links(zygote._current.process.pid)
+        assert not set(forked["sockets"]) & _socket_links(KERNEL_ZYGOTES.current.process.pid)
 
 
 def test_what_a_kernel_changes_never_reaches_the_next_one():
@@ -177,7 +184,7 @@ def test_zygote_refuses_to_hold_code_a_kernel_may_not_read():
 def test_kernels_die_with_their_zygote_and_a_new_one_takes_over():
     with confined_kernel(EXERCISE, Limits(), fork=True) as km:
         run_sync(km.start_kernel)()
-        kernel_pid, first = km.provisioner.pid, zygote._current.process.pid
+        kernel_pid, first = km.provisioner.pid, KERNEL_ZYGOTES.current.process.pid
         assert kernel_pid != first and os.getpgid(kernel_pid) == kernel_pid
         os.kill(first, signal.SIGKILL)
         assert _gone(kernel_pid, 10), "a kernel outlived its zygote"
@@ -190,25 +197,25 @@ def test_a_shared_zygote_ends_the_kernels_of_a_grader_that_died_and_serves_the_o
     A worker killed past its time limit takes its kernel with it, as a zygote of its own did."""
     shared = zygote.Zygote(None)
     try:
-        zygote.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # a first worker's
+        KERNEL_ZYGOTES.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # a first worker's
         with confined_kernel(EXERCISE, Limits(), fork=True) as km:
             run_sync(km.start_kernel)()
             kernel_pid = km.provisioner.pid
-            zygote._current._conn.close()  # that worker dies: its end of the connection closes
+            KERNEL_ZYGOTES.current._conn.close()  # that worker dies: its end of the connection closes
             assert _gone(kernel_pid, 10), "a kernel outlived the grading process that asked for it"
         assert shared.alive()
-        zygote.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # another worker's
+        KERNEL_ZYGOTES.adopt(zygote.Zygote.attached(shared.connect(), None, shared.code))  # another worker's
         (after,) = run_cells([CHECK])
         assert after["zygote"] == shared.process.pid and all(after["clean"])
     finally:
-        zygote.close_zygote()
+        KERNEL_ZYGOTES.close()
         shared.close()
 
 
 def test_zygote_ends_with_the_grader():
     script = (
-        "import os, signal\nfrom autograder.confine import zygote\n"
-        "print(zygote.zygote_for(None).process.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
+        "import os, signal\nfrom autograder.confine.zygote_registry import KERNEL_ZYGOTES\n"
+        "print(KERNEL_ZYGOTES.get(None).process.pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL
@@ -230,28 +237,33 @@ def test_a_notebook_without_code_starts_no_kernel_and_an_added_code_cell_still_r
     assert "a student added this cell" in written.cells[-1].outputs[0]["text"]
 
 
-def test_a_changed_course_lib_gets_a_new_zygote(tmp_path, monkeypatch):
+def test_a_changed_course_lib_gets_a_new_zygote():
     # formgrader's server lives for days: after an instructor edits course_lib, kernels must run the new code
-    first = zygote.zygote_for(None)
-    assert zygote.zygote_for(None) is first
-    monkeypatch.setattr(zygote, "code_fingerprint", lambda: first.code + (("edited", 1),))
-    second = zygote.zygote_for(None)
-    assert second is not first and not first.alive()
+    code = [zygote.code_fingerprint()]
+    registry = ZygoteRegistry(fingerprint=lambda: code[0])
+    try:
+        first = registry.get(None)
+        assert registry.get(None) is first
+        code[0] = first.code + (("edited", 1),)
+        second = registry.get(None)
+        assert second is not first and not first.alive()
+    finally:
+        registry.close()
 
 
 def test_start_failures_back_off_exponentially_up_to_a_cap():
-    failures = zygote.StartFailures()
+    failures = StartFailures()
     assert failures.due(0.0)
     failures.failed("RuntimeError: no answer", 100.0)
-    assert not failures.due(100.0 + zygote.RETRY_AFTER_S - 1) and failures.due(100.0 + zygote.RETRY_AFTER_S)
+    assert not failures.due(100.0 + RETRY_AFTER_S - 1) and failures.due(100.0 + RETRY_AFTER_S)
     failures.failed("RuntimeError: no answer", 200.0)
-    assert not failures.due(200.0 + 2 * zygote.RETRY_AFTER_S - 1) and failures.due(200.0 + 2 * zygote.RETRY_AFTER_S)
+    assert not failures.due(200.0 + 2 * RETRY_AFTER_S - 1) and failures.due(200.0 + 2 * RETRY_AFTER_S)
     for _ in range(20):
         failures.failed("RuntimeError: no answer", 300.0)
-    assert failures.due(300.0 + zygote.MAX_RETRY_AFTER_S)
+    assert failures.due(300.0 + MAX_RETRY_AFTER_S)
 
 
-def test_a_zygote_that_failed_to_start_is_tried_again_later(monkeypatch):
+def test_a_zygote_that_failed_to_start_is_tried_again_later():
     # formgrader's server lives for days: one failed start must not disable forked kernels for its whole life
     attempts = []
 
@@ -268,12 +280,10 @@ def test_a_zygote_that_failed_to_start_is_tried_again_later(monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(zygote, "Zygote", FlakyZygote)
-    monkeypatch.setattr(zygote, "_current", None)
-    monkeypatch.setattr(zygote, "_failures", zygote.StartFailures())
-    assert zygote.zygote_for(None) is None and len(attempts) == 1
-    assert zygote.zygote_for(None) is None and len(attempts) == 1  # within the backoff: launched kernels
-    zygote._failures.last -= zygote.RETRY_AFTER_S  # the backoff has passed
-    retried = zygote.zygote_for(None)
-    assert isinstance(retried, FlakyZygote) and len(attempts) == 2 and zygote._failures.count == 0
-    assert zygote.zygote_for(None) is retried
+    registry = ZygoteRegistry(start=FlakyZygote)
+    assert registry.get(None) is None and len(attempts) == 1
+    assert registry.get(None) is None and len(attempts) == 1  # within the backoff: launched kernels
+    registry.failures.last -= RETRY_AFTER_S  # the backoff has passed
+    retried = registry.get(None)
+    assert isinstance(retried, FlakyZygote) and len(attempts) == 2 and registry.failures.count == 0
+    assert registry.get(None) is retried

@@ -236,7 +236,7 @@ def kernel_settings(course_dir, extra_args=()) -> tuple[bool, Path | None]:
     """``(fork_kernels, verified compilation cache or None)`` as :class:`SafeExecute` will see them when
     ``nbgrader autograde ... <extra_args>`` runs in ``course_dir`` (the course's ``nbgrader_config.py`` and the
     ``--SafeExecute.*`` arguments). The class run starts the one zygote its workers share for these; a worker
-    that sees other settings starts its own (:func:`autograder.confine.zygote.zygote_for`)."""
+    that sees other settings starts its own (:meth:`autograder.confine.zygote_registry.ZygoteRegistry.get`)."""
     from traitlets.config import Config
     from traitlets.config.loader import ConfigFileNotFound, KVArgParseConfigLoader, PyFileConfigLoader
 

@@ -28,6 +28,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.utils import run_sync
 
 from autograder.confine import isolation, reaper, zygote as zygote_
+from autograder.confine.zygote_registry import KERNEL_ZYGOTES
 from autograder.confine.limits import Limits, require_sandbox
 
 
@@ -71,7 +72,7 @@ class ConfinedKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         zygote = None
         if self.fork and self.provisioner is None:  # a restart keeps the provisioner it has
-            zygote = zygote_.zygote_for(self.compile_cache, self.grading_log)
+            zygote = KERNEL_ZYGOTES.get(self.compile_cache, self.grading_log)
         if zygote is not None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
             self.provisioner = ForkingProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)

@@ -20,7 +20,7 @@ the phase timers) is reset for every job.
 Start-up: importing nbgrader and the course's verdict costs a worker about 2.5 CPU s. A class run with
 several workers in one process pays it once: its workers are forked from one :class:`WorkerTemplate` (a
 fresh interpreter, ``python -m autograder.ops.worker --template``, which imports :data:`TEMPLATE_PRELOAD` and
-then only forks, with the kernel zygote's fork loop, :func:`autograder.confine.zygote.serve`), and a worker that
+then only forks, with the kernel zygote's fork loop, :func:`autograder.confine.fork_server.serve`), and a worker that
 replaces one killed past its limit starts in milliseconds. The template also starts the run's one kernel
 zygote (JAX and ``course_lib`` imported once per run, not per worker); each worker it forks gets a connection
 of its own to it. A Dask worker process grades with one worker, which starts as its own interpreter and zygote.
@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from autograder.confine import isolation, reaper, zygote
+from autograder.confine import fork_server, isolation, reaper, zygote
+from autograder.confine.zygote_registry import KERNEL_ZYGOTES
 from autograder.confine.limits import Limits, require_sandbox
 
 _PR_SET_PDEATHSIG = 1
@@ -139,7 +140,7 @@ def _forked_worker(
 ) -> None:
     """In a child of the template (pid ``template``): become a worker as :meth:`GradingWorker._start` launches
     one, its kernels forked from the run's zygote ``kernels`` (if any). Never returns."""
-    zygote.exit_child(lambda: _become_worker(template, kernels, conns, started, request, fds))
+    fork_server.exit_child(lambda: _become_worker(template, kernels, conns, started, request, fds))
 
 
 def _become_worker(template: int, kernels, conns: list[socket.socket], started: int, request: dict, fds) -> None:
@@ -149,9 +150,9 @@ def _become_worker(template: int, kernels, conns: list[socket.socket], started: 
     os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
     os.write(started, b"1")
     os.close(started)
-    zygote.detach_all(conns)
+    fork_server.detach_all(conns)
     if kernels is not None:
-        zygote.adopt(kernels.handed_over())
+        KERNEL_ZYGOTES.adopt(kernels.handed_over())
     job, log = fds
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, target in ((null, 0), (log, 1), (log, 2)):
@@ -159,7 +160,7 @@ def _become_worker(template: int, kernels, conns: list[socket.socket], started: 
     os.close(null)
     os.close(log)
     serve(Connection(job), request["course"])
-    zygote.close_zygote()  # what atexit does for a launched worker: wait for its kernel zygote
+    KERNEL_ZYGOTES.close()  # what atexit does for a launched worker: wait for its kernel zygote
 
 
 def _run_zygote(course: str, extra_args: list[str]):
@@ -169,7 +170,7 @@ def _run_zygote(course: str, extra_args: list[str]):
 
     try:
         fork, cache = kernel_settings(course, extra_args)
-        return zygote.Zygote(cache) if fork and zygote.available() else None
+        return zygote.Zygote(cache) if fork and fork_server.available() else None
     except Exception:  # noqa: BLE001 - the workers start zygotes of their own (and log why, if it fails again)
         logging.getLogger("autograder.worker").exception("no shared kernel zygote")
         return None
@@ -184,7 +185,7 @@ def template_main(fd: int, course: str, extra_args: list[str]) -> None:
         importlib.import_module(name)
     kernels = _run_zygote(course, extra_args)
     try:
-        zygote.serve(
+        fork_server.serve(
             socket.socket(fileno=fd),
             child=functools.partial(_forked_worker, os.getpid(), kernels),
             max_fds=2,
@@ -227,7 +228,7 @@ class WorkerTemplate:
             theirs.close()
         self._conn = ours
 
-    def fork(self, log_path: Path) -> tuple[zygote.ForkedProcess, Connection]:
+    def fork(self, log_path: Path) -> tuple[fork_server.ForkedProcess, Connection]:
         """A new worker for the run's course, writing to ``log_path``, and the job connection to it. Raises
         ``RuntimeError`` when the template failed (then, and from then on, without waiting again)."""
         ours, theirs = socket.socketpair()
@@ -241,7 +242,7 @@ class WorkerTemplate:
                         self._start()
                     message = json.dumps({"course": str(self.course)}).encode()
                     socket.send_fds(self._conn, [message], [theirs.fileno(), log])
-                    reply, fds = zygote.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
+                    reply, fds = fork_server.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
                 except OSError as exc:
                     self._failed = f"the grading worker template failed: {type(exc).__name__}: {exc}"
                     raise RuntimeError(self._failed) from exc
@@ -253,7 +254,7 @@ class WorkerTemplate:
                 os.close(fd)
             ours.close()
             raise RuntimeError(f"the grading worker template did not fork: {reply}")
-        return zygote.ForkedProcess(reply["pid"], fds[0]), Connection(ours.detach())
+        return fork_server.ForkedProcess(reply["pid"], fds[0]), Connection(ours.detach())
 
     def close(self) -> None:
         if self.process is None:
