@@ -28,7 +28,6 @@ FIXED_ACROSS_TERMS = {
     "mini_diffsim_p3.train",
     "mini_diffsim_p3.train_long",
     "mini_diffsim_p4.panel_data",
-    "s04_4_ex3.log_step",
     "s04_8_ex1.find_plateau",
     "s04_8_ex3.log_entry",
     "s04_8_ex3.train_with_log",

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
-from autograder.authoring.cases import case_rng, case_value
+from autograder.authoring.cases import case_rng, case_value, draw_until
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -216,7 +216,7 @@ def _dv_variant(kind):
 def _ball_cases():
     """Six states: impacts while falling, an impact after rising within the step, two flights; no rest."""
     rng = case_rng(404_101)
-    specs = [  # (mode wanted, y range, v range, h, g, e range)
+    specs = [  # (mode wanted, y range, v range, public h, g, e range)
         (1, (0.005, 0.05), (-3.0, -0.6), 0.05, 9.81, (0.55, 0.95)),
         (0, (0.3, 1.0), (0.2, 2.0), 0.02, 9.81, (0.5, 0.9)),
         (1, (0.001, 0.004), (0.05, 0.15), 0.05, 9.81, (0.6, 0.9)),
@@ -224,8 +224,18 @@ def _ball_cases():
         (0, (0.08, 0.3), (-2.0, -0.5), 0.02, 9.81, (0.6, 0.95)),
         (1, (0.05, 0.15), (-4.0, -1.5), 0.1, 9.81, (0.7, 0.95)),
     ]
+    # the hidden step sizes: 0.8 .. 1.25 times the public ones (at least 3 % away: in free flight the derivatives
+    # are (h, 1) whatever the state), from a generator of their own, so the public draws stay what they were
+    steps = case_rng(404_102)
     cases = []
-    for mode, y_rng, v_rng, h, g, e_rng in specs:
+    for mode, y_rng, v_rng, public_h, g, e_rng in specs:
+        h = case_value(
+            draw_until(
+                lambda public_h=public_h: round(public_h * float(steps.uniform(0.8, 1.25)), 4),
+                lambda h, public_h=public_h: abs(h / public_h - 1) > 0.03,
+            ),
+            public_h,
+        )
         while True:
             x = np.array([round(rng.uniform(*y_rng), 5), round(rng.uniform(*v_rng), 5)])
             e = round(rng.uniform(*e_rng), 4)
@@ -456,7 +466,8 @@ def _box_wall_run(x0, us, params, c, h):
     return jnp.concatenate([x0[None], xs]), record, As, jnp.concatenate([lams, c[None]])
 
 
-#: the hidden rollout (the notebook's own rollout uses other frictions, step, start, pushes and loss)
+#: the hidden rollout's fixed part (the notebook's own rollout uses other frictions, step, start, pushes and loss);
+#: its frictions, start velocity and push forces are drawn each term (_draw_log_rollout)
 _HIDDEN_ROLLOUT = dict(
     h=0.004,
     floor_friction=0.6,
@@ -465,10 +476,8 @@ _HIDDEN_ROLLOUT = dict(
     pushes=((6.0, 35), (-9.0, 45), (4.0, 60)),
     loss_weights=(1.0, 0.5, 0.0, 0.0),
 )
-#: in the air; wall touched (sliding); wall sticking; last wall step before release (gradient spike);
-#: floor landing (sliding); floor sticking
-_HIDDEN_STEPS = (10, 31, 32, 34, 97, 98)
-#: the public cases: other pushes and friction coefficients; the same steps show the same modes
+#: the public cases: other pushes and friction coefficients, and these steps: in the air; wall touched (sliding);
+#: wall sticking; last wall step before release (gradient spike); floor landing (sliding); floor sticking
 _PUBLIC_ROLLOUT = {
     **_HIDDEN_ROLLOUT,
     "floor_friction": 0.5,
@@ -476,15 +485,51 @@ _PUBLIC_ROLLOUT = {
     "x0": (0.55, 0.45, 2.4, 0.52),
     "pushes": ((6.5, 35), (-9.5, 45), (4.5, 60)),
 }
+_PUBLIC_STEPS = (10, 31, 32, 34, 97, 98)
 
 
-def _log_cases():
-    rollout = case_value(_HIDDEN_ROLLOUT, _PUBLIC_ROLLOUT)
+def _draw_log_rollout(rng):
+    """A hidden rollout: frictions, start velocity and push forces drawn around _HIDDEN_ROLLOUT's (the step, the
+    push durations and the loss stay, so the jitted rollout compiles once)."""
+    return {
+        **_HIDDEN_ROLLOUT,
+        "floor_friction": round(float(rng.uniform(0.5, 0.7)), 3),
+        "wall_friction": round(float(rng.uniform(0.2, 0.3)), 3),
+        "x0": (0.55, 0.45, round(float(rng.uniform(2.2, 2.6)), 3), round(float(rng.uniform(0.35, 0.65)), 3)),
+        "pushes": tuple((round(f * float(rng.uniform(0.9, 1.1)), 3), n) for f, n in _HIDDEN_ROLLOUT["pushes"]),
+    }
+
+
+def _log_steps(modes):
+    """The hidden steps in a rollout's modes (N, 2), or None when one of them is missing: in the air, the first wall
+    step (sliding), the next one (sticking), the last wall step before release, the first floor step (sliding), and
+    the floor sticking two steps later (its static friction holds the push back: a negative tangential force)."""
+    wall, floor = np.flatnonzero(modes[:, 1]), np.flatnonzero(modes[:, 0])
+    if not wall.size or not floor.size:
+        return None
+    touch, land = int(wall[0]), int(floor[0])
+    release = touch + int(np.argmax(modes[touch:, 1] == 0)) - 1  # the last step of the first wall contact
+    if not (
+        touch >= 6
+        and modes[touch, 1] == 2
+        and modes[touch + 1, 1] == 1
+        and touch + 1 < release < land
+        and not modes[: release + 1, 0].any()
+        and land + 2 < len(modes)
+        and modes[land, 0] == 2
+        and modes[land + 2, 0] == 1
+    ):
+        return None
+    return (touch // 3, touch, touch + 1, release, land, land + 2)
+
+
+def _log_cases_of(rollout, steps):
+    """The cases at ``steps`` of ``rollout``, or None when one of them does not show course_lib's modes clearly."""
     run = box_wall_log_data(**rollout)
     rec, h = run["record"], rollout["h"]
     mu = np.array([rollout["floor_friction"], rollout["wall_friction"]])
     cases = []
-    for k in _HIDDEN_STEPS:
+    for k in steps:
         p_n, p_t = rec.normal_force[k] * h, rec.tangential_force[k] * h
         prev_mode = rec.mode[k - 1] if k > 0 else np.zeros(2, dtype=np.int64)
         case = {
@@ -496,12 +541,43 @@ def _log_cases():
         }
         row = log_step(**case)
         # the friction-cone modes are course_lib's solver modes, with a margin around the cone
-        assert np.array_equal(row[3], rec.mode[k]), (k, row[3], rec.mode[k])
-        ratio_margin = np.abs(row[2] - mu)[rec.mode[k] == 1]
-        assert np.all(ratio_margin > 1e-3 * mu[rec.mode[k] == 1]), k
-        np.testing.assert_allclose(row[1], rec.normal_force[k], rtol=1e-12)
+        sticking = rec.mode[k] == 1
+        if not (
+            np.array_equal(row[3], rec.mode[k])
+            and np.all(np.abs(row[2] - mu)[sticking] > 1e-3 * mu[sticking])
+            and np.allclose(row[1], rec.normal_force[k], rtol=1e-12, atol=0.0)
+        ):
+            return None
         cases.append(case)
     return cases
+
+
+def _shows_sign_and_margin(cases):
+    """Whether the cases show the mistakes that need a particular contact: a negative tangential force under load
+    (|p_t| / p_n against p_t / p_n), and a sliding contact that rounding put just inside the cone (the cone test
+    without its margin)."""
+    signed = any(np.any((c["contact"]["p_t"] < 0) & (c["contact"]["p_n"] > 0)) for c in cases)
+    no_margin = any(not np.array_equal(_log(**c, cone_margin=0.0)[3], log_step(**c)[3]) for c in cases)
+    return signed and no_margin
+
+
+def _hidden_log_cases():
+    rng = case_rng(404_301)
+
+    def draw():
+        rollout = _draw_log_rollout(rng)
+        steps = _log_steps(np.asarray(box_wall_log_data(**rollout)["record"].mode))
+        return None if steps is None else _log_cases_of(rollout, steps)
+
+    return draw_until(draw, lambda cases: cases is not None and _shows_sign_and_margin(cases))
+
+
+def _log_cases():
+    if case_value(False, True):
+        cases = _log_cases_of(_PUBLIC_ROLLOUT, _PUBLIC_STEPS)
+        assert cases is not None
+        return cases
+    return _hidden_log_cases()
 
 
 _S04_4_EX3_CHECKS = (
@@ -676,8 +752,8 @@ _S04_4_EX4_CHECKS = (
 
 
 # --- the exercises: checks, the constants shared with each setup cell, plausible wrong submissions ---
-# (s04_4_ex3's setup constants H, BOX, PUSHES describe the notebook's own rollout; the hidden rollout
-# _HIDDEN_ROLLOUT deliberately differs from it, so the reference shares no constant with that setup cell)
+# (s04_4_ex3's setup constants H, BOX, PUSHES describe the notebook's own rollout; the hidden rollouts (drawn
+# around _HIDDEN_ROLLOUT) deliberately differ from it, so the reference shares no constant with that setup cell)
 
 EXERCISES = (
     Exercise(
