@@ -137,12 +137,12 @@ def _mask_cases():
     rng = case_rng(403_102)
     plane = _safe_points(rng, 6 * 9, (-4.0, 2.5), (-3.0, 3.0)).reshape(6, 9)
     near_axis = _safe_points(rng, 8 * 5, (-3.0, 0.6), (-1.2, 1.2)).reshape(8, 5)
-    # a line of the real axis with the hidden start drawn (after the other points: the public cases stay what they
-    # were), clear of the real-axis boundaries -2, 0, 2 and the pole 1
-    def line():
+
+    def line():  # the hidden start drawn after the other points (the public cases stay what they were)
         start = round(float(rng.uniform(-3.45, -3.15)), 4)
         return np.linspace(start, start + 6.0, 17)
 
+    # a line of the real axis clear of the real-axis boundaries -2, 0, 2 and the pole 1
     real_line = case_value(draw_until(line, _clear_of_boundaries), np.linspace(-3.25, 2.75, 13))
     cases = [
         {"z_re": plane.real, "z_im": plane.imag},

@@ -263,7 +263,8 @@ def _plateau_cases():
     rng = case_rng(408_103)  # the hidden patterns' numbers (the public patterns are fixed)
     cases += case_value(
         [
-            _same_pattern(rng, [3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5], TOL),  # runs of 2 and 3
+            # runs of 2 and 3
+            _same_pattern(rng, [3e-2, 4e-4, 2e-6, 7e-7, 9e-7, 2e-6, 5e-7, 8e-7, 6e-7, 3e-6, 4e-5], TOL),
             _same_pattern(rng, [2e-4, 9e-8, 3e-8, 5e-6, 8e-8, 2e-8, 7e-6, 3e-5], 1e-7),  # two runs of 2: the first
             _same_pattern(rng, [0.3, 0.1, 0.05, 0.2, 0.4, 0.6], TOL),  # nothing passes
             _same_pattern(rng, [5e-3, 4e-5, 2e-7, 1e-8, 3e-9, 4e-9, 1e-9], TOL),  # the run reaches the end
