@@ -28,10 +28,6 @@ FIXED_ACROSS_TERMS = {
     "mini_diffsim_p3.train",
     "mini_diffsim_p3.train_long",
     "mini_diffsim_p4.panel_data",
-    "s04_9_ex2.stiffness_sweep",
-    "s04_9_ex3.train_shac",
-    "s04_9_ex4.identify",
-    "s04_9_ex4.residuals",
     "s04_end_exB.ad_slopes",
     "s04_end_exB.fd_estimates",
 }

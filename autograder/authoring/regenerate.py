@@ -338,14 +338,17 @@ def regenerate(
         from autograder.ops.term import load_term
 
         salt = load_term(COURSE_DIR).salt
-    with drawing_hidden(salt):  # a reference may look up how its case was drawn: it runs in the same context
+    # A reference may look up how its case was drawn (the true parameters of a hidden experiment): wherever it
+    # runs on the hidden cases (here, under naive formulas, in the spread workers) it runs in the same context.
+    with drawing_hidden(salt):
         hidden = {check.key: check.cases() for check in checks}
         cases = {check.key: compute_cases(check, inputs=hidden[check.key]) for check in checks}
-    public = {check.key: compute_cases(check, public=True) for check in checks}
-    problems = hint_problems(checks, hidden)
+        problems = hint_problems(checks, hidden)
     if problems:
         raise HintError("\n".join(problems))
-    spreads = _spreads(checks, cases, measure, spread_from, variants)
+    public = {check.key: compute_cases(check, public=True) for check in checks}
+    with drawing_hidden(salt):
+        spreads = _spreads(checks, cases, measure, spread_from, variants)
     data, shipped = {}, {}
     for exercise in chosen:
         points = check_points(exercise)

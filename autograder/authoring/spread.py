@@ -39,6 +39,10 @@ import numpy as np
 
 #: read by the worker subprocess only: move every non-integer float input by up to this many ulps
 PERTURB_ENV = "S04_SPREAD_PERTURB_ULPS"
+#: the term's salt the hidden cases were drawn with (the drawing context of :func:`measure`'s caller): the worker
+#: runs the references in the same context, since a reference may look up how its case was drawn (the true
+#: parameters of a hidden experiment)
+SALT_ENV = "S04_SPREAD_SALT"
 #: Inputs moved by a few ulps stand in for the sources no setting reaches: another correct implementation
 #: (a student's loop instead of lax.scan, np.linalg instead of a closed form), op-by-op evaluation, an
 #: AVX-512 machine. Rounding differences anywhere in a computation grow like a perturbation of its inputs;
@@ -134,7 +138,12 @@ def measure(inputs: dict, expected: dict, variants: dict | None = None, jobs: in
         expected: ``{check key: [[value of each output] for each case]}`` computed in this process.
         variants: ``{name: environment overrides}`` (default :data:`VARIANTS`).
         jobs: variant subprocesses run at once (default: all of them).
+
+    Call it in the context the hidden cases were drawn in (:func:`autograder.authoring.cases.drawing_hidden`).
     """
+    from autograder.authoring.cases import drawing_key
+
+    salt = drawing_key()[1]
     variants = VARIANTS if variants is None else variants
     if not inputs or not variants:
         return {key: [0.0] * len(expected[key][0]) if expected[key] else [] for key in inputs}
@@ -143,7 +152,12 @@ def measure(inputs: dict, expected: dict, variants: dict | None = None, jobs: in
         request = Path(tmp) / "inputs.json"
         request.write_text(json.dumps(inputs), encoding="utf-8")
         with ThreadPoolExecutor(jobs) as pool:
-            runs = list(pool.map(lambda item: _run_variant(item[0], *item[1], request), enumerate(variants.items())))
+            runs = list(
+                pool.map(
+                    lambda item: _run_variant(item[0], item[1][0], {**item[1][1], SALT_ENV: salt}, request),
+                    enumerate(variants.items()),
+                )
+            )
     return {key: spread_of(expected[key], [run[key] for run in runs if run[key] is not None]) for key in inputs}
 
 
@@ -171,24 +185,31 @@ def _reference_values(check, raw_inputs, rng=None, ulps: int = 0) -> list:
 
 def _worker(request: Path, out: Path) -> None:
     """Subprocess side of :func:`measure`: the references on the stored inputs, under this environment."""
+    from autograder.authoring.cases import drawing_hidden
     from autograder.authoring.registry import all_checks
 
     checks = all_checks()
     inputs = json.loads(request.read_text(encoding="utf-8"))
     ulps = int(os.environ.get(PERTURB_ENV, "0"))
     results = {}
-    for key, cases in inputs.items():
-        # seeded by the check alone, so that measuring one exercise or all of them moves the same inputs
-        rng = np.random.default_rng(zlib.crc32(key.encode()))
-        try:
-            results[key] = [_reference_values(checks[key], raw, rng, ulps) for raw in cases]
-        except Exception:  # noqa: BLE001
-            if not ulps:
-                raise
-            # a reference that looks its answer up from the exact inputs (e.g. the true parameters of a
-            # hidden experiment) cannot be moved: this variant does not measure it (null)
-            results[key] = None
+    with drawing_hidden(os.environ.get(SALT_ENV, "")):
+        for key, cases in inputs.items():
+            results[key] = _measured(checks[key], key, cases, ulps)
     out.write_text(json.dumps(results), encoding="utf-8")  # NaN/Infinity round-trip through Python's json
+
+
+def _measured(check, key: str, cases: list, ulps: int):
+    """The reference's values on the stored ``cases`` of one check (None: not measured under this variant)."""
+    # seeded by the check alone, so that measuring one exercise or all of them moves the same inputs
+    rng = np.random.default_rng(zlib.crc32(key.encode()))
+    try:
+        return [_reference_values(check, raw, rng, ulps) for raw in cases]
+    except Exception:  # noqa: BLE001
+        if not ulps:
+            raise
+        # a reference that looks its answer up from the exact inputs (e.g. the true parameters of a
+        # hidden experiment) cannot be moved: this variant does not measure it (null)
+        return None
 
 
 if __name__ == "__main__":

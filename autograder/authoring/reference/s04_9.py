@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import jax
@@ -24,7 +25,7 @@ import optax
 
 import course_lib as cl
 from autograder.authoring import messages
-from autograder.authoring.cases import case_rng, case_value, draw_until
+from autograder.authoring.cases import case_rng, case_value, draw_until, drawing_key
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -222,17 +223,42 @@ def stiffness_sweep(ks, y0, v0, h, n_steps):
     return _ball_sweep(ks, y0, v0, h, n_steps)
 
 
+#: the hidden sweeps are drawn around these (stiffnesses, y0, v0, h); the same N everywhere: a student's jitted
+#: rollout (N static) compiles once for all cases
+_BALL_SETTINGS = (
+    ([150.0, 800.0, 4000.0, 20000.0, 60000.0], 0.35, -0.4, 0.002),
+    ([300.0, 2500.0, 12000.0, 90000.0], 0.12, -1.3, 0.0015),
+    ([80.0, 600.0, 5000.0], 0.6, 0.5, 0.003),
+)
+_BALL_PUBLIC = (([200.0, 1500.0, 9000.0, 40000.0], 0.3, -0.8, 0.002), ([120.0, 900.0, 7000.0], 0.5, 0.2, 0.0025))
+BALL_STEPS = 300
+
+
+def _draw_ball_case(rng, ks, y0, v0, h):
+    """Each stiffness moved by 10^(-0.15 .. 0.15) (two significant digits), y0 and v0 by 0.8 .. 1.2, h by 0.85 .. 1.15."""
+    return {
+        "ks": np.array([float(f"{k * 10.0 ** rng.uniform(-0.15, 0.15):.2g}") for k in ks]),
+        "y0": round(y0 * float(rng.uniform(0.8, 1.2)), 3),
+        "v0": round(v0 * float(rng.uniform(0.8, 1.2)), 2),
+        "h": round(h * float(rng.uniform(0.85, 1.15)), 5),
+        "n_steps": BALL_STEPS,
+    }
+
+
 def _ball_cases():
-    # The same N everywhere: a student's jitted rollout (N static) compiles once for all cases.
-    settings = case_value(
-        [
-            ([150.0, 800.0, 4000.0, 20000.0, 60000.0], 0.35, -0.4, 0.002),
-            ([300.0, 2500.0, 12000.0, 90000.0], 0.12, -1.3, 0.0015),
-            ([80.0, 600.0, 5000.0], 0.6, 0.5, 0.003),
-        ],
-        [([200.0, 1500.0, 9000.0, 40000.0], 0.3, -0.8, 0.002), ([120.0, 900.0, 7000.0], 0.5, 0.2, 0.0025)],
-    )
-    return [{"ks": np.array(ks), "y0": y0, "v0": v0, "h": h, "n_steps": 300} for ks, y0, v0, h in settings]
+    if case_value(False, True):
+        return [
+            {"ks": np.array(ks), "y0": y0, "v0": v0, "h": h, "n_steps": BALL_STEPS} for ks, y0, v0, h in _BALL_PUBLIC
+        ]
+    rng = case_rng(409_201)
+    # every stiffness of a sweep touches the ground within the N steps
+    return [
+        draw_until(
+            lambda setting=setting: _draw_ball_case(rng, *setting),
+            lambda case: bool(np.all(stiffness_sweep(**case)[0] > 0)),
+        )
+        for setting in _BALL_SETTINGS
+    ]
 
 
 _S04_9_EX2_CHECKS = (
@@ -368,6 +394,7 @@ def train_shac(horizon, n_iterations, seed, window=None, loop=None, clipped_norm
 
 #: Simplified-SHAC training checks: (horizon, budget, seed). Budgets are short (grading time is
 #: compilation, one per horizon, plus a few ms per iteration) but cross an episode boundary for h = 16, 32.
+#: The hidden runs draw their seeds each term (_shac_cases); these seeds were the hidden ones before.
 _SHAC_CASES = ((16, 10, 7), (32, 8, 11), (64, 6, 13))
 _SHAC_PUBLIC = ((16, 6, 21), (32, 5, 23))  # two iterations past an episode boundary at h = 32
 
@@ -382,7 +409,24 @@ SHAC_RTOL = 1e-6
 
 
 def _shac_cases():
-    return [{"horizon": h, "n_iterations": n, "seed": seed} for h, n, seed in case_value(_SHAC_CASES, _SHAC_PUBLIC)]
+    """The hidden runs' seeds are drawn each term (the horizons and budgets stay). A seed is redrawn when a
+    gradient norm lies within 0.1 % of the clipping threshold, where the norms recorded after clipping would be
+    too close to the right ones to tell apart."""
+    if case_value(False, True):
+        return [{"horizon": h, "n_iterations": n, "seed": seed} for h, n, seed in _SHAC_PUBLIC]
+    rng = case_rng(409_301)
+
+    def acceptable(case):
+        norms, losses, final = train_shac(**case)
+        finite = np.all(np.isfinite(norms)) and np.all(np.isfinite(losses)) and np.isfinite(final)
+        return bool(finite and np.all(np.abs(norms / SHAC_CLIP - 1.0) > 1e-3))
+
+    return [
+        draw_until(
+            lambda h=h, n=n: {"horizon": h, "n_iterations": n, "seed": int(rng.integers(1_000, 1_000_000))}, acceptable
+        )
+        for h, n, _ in _SHAC_CASES
+    ]
 
 
 _S04_9_EX3_CHECKS = (
@@ -475,7 +519,9 @@ def _gauss_newton(theta_init, us, x0, vs_measured, n_iterations, max_halvings=20
         costs.append(float(cost))
         dz, t = jnp.linalg.solve(H, g), 1.0
         for _ in range(max_halvings):
-            trial = float(_cost_jit(z - t * dz, *args))
+            # parameters that overflow are no trial (the rollout refuses non-finite parameters)
+            finite = bool(jnp.all(jnp.isfinite(jnp.exp(z - t * dz))))
+            trial = float(_cost_jit(z - t * dz, *args)) if finite else np.inf
             if np.isfinite(trial) and trial < float(cost):
                 z = z - t * dz
                 break
@@ -496,9 +542,8 @@ def _log_param_std(theta, us, x0):
     return jnp.sqrt(jnp.diag(jnp.linalg.inv(J.T @ J)))
 
 
-def _sysid_experiment(seed):
-    """One experiment: true parameters, a rich multisine input, a moving start, noisy data."""
-    rng = np.random.default_rng(seed)
+def _sysid_experiment(rng):
+    """One experiment drawn from ``rng``: true parameters, a rich multisine input, a moving start, noisy data."""
     theta = np.array([rng.uniform(0.7, 2.0), rng.uniform(0.15, 0.6), rng.uniform(0.3, 1.0)]).round(4)
     amplitudes, frequencies, phases = (
         rng.uniform(1.5, 3.5, 3).round(3),
@@ -514,56 +559,68 @@ def _sysid_experiment(seed):
     return theta, {"theta_init": guess, "us": us, "x0": x0, "vs_measured": measured.round(7)}
 
 
-#: the hidden experiments, and the budget every fit gets (the reference converges in 4-5 iterations)
+#: the hidden experiments' seeds (mixed with the term's salt: case_rng), and the budget every fit gets (the
+#: reference converges in 4-5 iterations)
 _SYSID_HIDDEN_SEEDS = (409_402, 409_422, 409_431)
-SYSID_PUBLIC_SEEDS = (409_511, 409_548)  # drawn like the hidden ones; these pass the same guards
-
-
-def _sysid_seeds():
-    return case_value(_SYSID_HIDDEN_SEEDS, SYSID_PUBLIC_SEEDS)
-
-
+SYSID_PUBLIC_SEEDS = (409_511, 409_548)  # plain numpy seeds, drawn like the hidden ones; these pass the same guards
 SYSID_ITERATIONS = 10
-
-
-def _sysid_truth(theta_init, us, x0, vs_measured, n_iterations):
-    """The TRUE parameters of the experiment the data came from (what identify is compared with)."""
-    for seed in _sysid_seeds():
-        theta, case = _sysid_experiment(seed)
-        if np.array_equal(case["theta_init"], theta_init) and np.array_equal(case["vs_measured"], vs_measured):
-            return tuple(float(t) for t in theta)
-    raise KeyError("not one of the hidden system-identification experiments")
 
 
 #: Bands around the TRUE parameters (relative). Noise makes the least-squares estimate differ from the
 #: truth: its standard deviation in log-parameters, sqrt(diag((J^T J)^-1)) of the whitened residuals at
-#: the truth, is at most 0.08 % (mass), 0.58 % (damping) and 0.75 % (Coulomb) on the hidden experiments,
-#: and the reference estimates lie within 1.8 sigma of the truth. Each band is at least 6 sigma (checked
-#: in _sysid_cases), so every converged least-squares fit passes, while the initial guesses are 35-100 %
-#: off. Gauss-Newton with or without step halving, with clipped steps and Levenberg-Marquardt all reach
-#: the same estimate (to 1e-10) within 5 iterations from these starts.
+#: the truth, was at most 0.08 % (mass), 0.58 % (damping) and 0.75 % (Coulomb) on the hidden experiments
+#: of the seeds above without a salt, and the reference estimates lay within 1.8 sigma of the truth. Every
+#: experiment is redrawn until each band is at least 6 sigma, the reference estimate lies within a third of
+#: the band and the initial guess at least 5 bands away (_identifiable), so every converged least-squares fit
+#: passes, while the initial guesses are 35-100 % off. Gauss-Newton with or without step halving, with
+#: clipped steps and Levenberg-Marquardt all reach the same estimate (to 1e-10) within 5 iterations from
+#: those starts.
 SYSID_RTOL = {"mass": 5e-3, "damping": 4e-2, "coulomb": 5e-2}
 
 
+def _identifiable(experiment) -> bool:
+    theta, case = experiment
+    band = np.array(list(SYSID_RTOL.values()))
+    std = np.asarray(_log_param_std(jnp.asarray(theta), jnp.asarray(case["us"]), jnp.asarray(case["x0"])))
+    estimate = np.array(identify(**case, n_iterations=SYSID_ITERATIONS))
+    return bool(
+        np.all(6 * std <= band)
+        and np.all(np.abs(estimate / theta - 1) <= band / 3)
+        and np.all(np.abs(case["theta_init"] / theta - 1) >= 5 * band)
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _sysid_experiments(key):
+    """The experiments of the cases drawn now (``key``: cases.drawing_key()), as (true theta, case) pairs."""
+    if case_value(False, True):
+        experiments = [_sysid_experiment(np.random.default_rng(seed)) for seed in SYSID_PUBLIC_SEEDS]
+        assert all(_identifiable(e) for e in experiments)
+        return tuple(experiments)
+    return tuple(
+        draw_until(lambda rng=rng: _sysid_experiment(rng), _identifiable)
+        for rng in (case_rng(seed) for seed in _SYSID_HIDDEN_SEEDS)
+    )
+
+
+def _sysid_truth(theta_init, us, x0, vs_measured, n_iterations):
+    """The TRUE parameters of the experiment the data came from (what identify is compared with): looked up
+    among the experiments of the context it runs in (the hidden ones of a term's salt, or the public ones)."""
+    for theta, case in _sysid_experiments(drawing_key()):
+        if np.array_equal(case["theta_init"], theta_init) and np.array_equal(case["vs_measured"], vs_measured):
+            return tuple(float(t) for t in theta)
+    raise KeyError("not one of the system-identification experiments drawn in this context")
+
+
 def _sysid_cases():
-    cases = []
-    for seed in _sysid_seeds():
-        theta, case = _sysid_experiment(seed)
-        band = np.array(list(SYSID_RTOL.values()))
-        std = np.asarray(_log_param_std(jnp.asarray(theta), jnp.asarray(case["us"]), jnp.asarray(case["x0"])))
-        estimate = np.array(identify(**case, n_iterations=SYSID_ITERATIONS))
-        assert np.all(6 * std <= band), (seed, std)
-        assert np.all(np.abs(estimate / theta - 1) <= band / 3), (seed, estimate, theta)
-        assert np.all(np.abs(case["theta_init"] / theta - 1) >= 5 * band), seed
-        cases.append({**case, "n_iterations": SYSID_ITERATIONS})
-    return cases
+    return [{**case, "n_iterations": SYSID_ITERATIONS} for _, case in _sysid_experiments(drawing_key())]
 
 
 def _residual_cases():
     # evaluated at the wrong initial guess of each experiment (what the first Gauss-Newton step sees)
     return [
         {"theta": c["theta_init"], "us": c["us"], "x0": c["x0"], "vs_measured": c["vs_measured"]}
-        for c in (_sysid_experiment(seed)[1] for seed in _sysid_seeds())
+        for _, c in _sysid_experiments(drawing_key())
     ]
 
 
