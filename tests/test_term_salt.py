@@ -28,8 +28,6 @@ FIXED_ACROSS_TERMS = {
     "mini_diffsim_p3.train",
     "mini_diffsim_p3.train_long",
     "mini_diffsim_p4.panel_data",
-    "s04_end_exB.ad_slopes",
-    "s04_end_exB.fd_estimates",
 }
 SALTS = ("2027-spring", "2027-autumn")
 OTHER_SALT = "2031-autumn"  # not the course's
