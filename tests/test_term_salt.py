@@ -4,10 +4,14 @@
   the same salt; the public cases never move (students keep their public checks);
 * the real regeneration with two salts writes other hidden inputs and expected values and identical public
   files, and the same salt gives the same bytes;
-* every case function works under any salt (its guards redraw instead of asserting).
+* every case function works under any salt (its guards redraw instead of asserting);
+* no hidden case equals a public one: not its inputs, and not the expected values of its float outputs
+  (a student who copied a public check's expected value would pass a hidden case that repeats it).
 
-The checks whose hidden cases are fixed settings alone (the long training runs, the fixed rollouts) do not move
-with the salt yet: they are listed here, so that the list can only shrink.
+A check whose concept really needs fixed hidden settings would be listed in FIXED_ACROSS_TERMS, with its reason;
+today every check's hidden cases move (the training runs draw their seeds and keep one only if it passes one-ulp
+perturbations of the dynamics; the fixed rollouts and settings are drawn around the old ones, with their guards as
+redraws).
 """
 
 import json
@@ -20,15 +24,11 @@ from autograder.authoring.registry import all_checks
 from autograder.ops.term import load_term
 from autograder.authoring.sources import COURSE_DIR
 from autograder.kernel.capture import INPUTS_DIR
+from autograder.verdict.data import DATA_DIR
+from course_check import PUBLIC_DIR
 
-#: checks whose hidden cases are fixed settings only (no random input): the salt cannot change them yet
-FIXED_ACROSS_TERMS = {
-    "mini_diffsim_p2.boundary_check",
-    "mini_diffsim_p2.contact_sweep",
-    "mini_diffsim_p3.train",
-    "mini_diffsim_p3.train_long",
-    "mini_diffsim_p4.panel_data",
-}
+#: checks whose hidden cases are fixed settings only (no random input), each with a one-line reason: none
+FIXED_ACROSS_TERMS: set[str] = set()
 SALTS = ("2027-spring", "2027-autumn")
 OTHER_SALT = "2031-autumn"  # not the course's
 
@@ -78,3 +78,44 @@ def test_regeneration_with_a_new_salt_changes_hidden_data_only(tmp_path):
         changed = json.loads(other["data"])[check]
         for case, case_other in zip(spec["cases"], changed["cases"]):
             assert case["inputs"] != case_other["inputs"] and case["expected"] != case_other["expected"], check
+
+
+def _holds_a_float(value) -> bool:
+    if isinstance(value, list):
+        return any(_holds_a_float(v) for v in value)
+    return isinstance(value, float)
+
+
+def float_expected(spec: dict, case: dict) -> str | None:
+    """The expected values of a case's float outputs, canonical; None when it has none. Integer outputs (ranks,
+    indices, counts, flags: kind "integer") and outputs holding no float (boolean masks) are exempt: they take
+    their values from a small set, where hidden and public cases agree by necessity."""
+    kept = [
+        value
+        for output, value in zip(spec["outputs"], case["expected"], strict=True)
+        if output["kind"] != "integer" and _holds_a_float(value)
+    ]
+    return canonical(kept) if kept else None
+
+
+@pytest.mark.parametrize("exercise", sorted({check.exercise for check in all_checks().values()}))
+def test_no_hidden_case_equals_a_public_one(exercise):
+    # on the committed data (test_grading_pipeline shows it is a fresh regeneration)
+    hidden = json.loads((DATA_DIR / f"{exercise}.json").read_text(encoding="utf-8"))
+    public = json.loads((PUBLIC_DIR / f"{exercise}.json").read_text(encoding="utf-8"))
+    assert hidden.keys() == public.keys()
+    problems = []
+    for name, spec in hidden.items():
+        shown = public[name]["cases"]
+        public_inputs = {canonical(case["inputs"]): j for j, case in enumerate(shown)}
+        public_expected = {float_expected(spec, case): j for j, case in enumerate(shown)}
+        public_expected.pop(None, None)
+        for i, case in enumerate(spec["cases"]):
+            if canonical(case["inputs"]) in public_inputs:
+                problems.append(
+                    f"{name}: hidden case {i} has the inputs of public case {public_inputs[canonical(case['inputs'])]}"
+                )
+            expected = float_expected(spec, case)
+            if expected in public_expected:
+                problems.append(f"{name}: hidden case {i} expects what public case {public_expected[expected]} does")
+    assert not problems, "\n".join(problems)

@@ -53,6 +53,7 @@ from autograder.kernel_support.mini_diffsim_p3 import SPIKE
 from course_check.adapters import LONG_PREFIX, long_run_summary
 from autograder.kernel_support.mini_diffsim_p4 import window_loss
 from autograder.authoring import messages
+from autograder.authoring import spread as spread_
 from autograder.authoring.cases import case_rng, case_value, draw_until
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
 
@@ -177,13 +178,29 @@ next_states = _one_step_variant("x")
 step_jacobians = _one_step_variant("AB")
 
 
+#: the systems of the one-step cases and the public cases' step sizes
+_STEP_SETTINGS = (("double_integrator", 0.1), ("pendulum", 0.05), ("pendulum", 0.2), ("double_integrator", 0.03))
+
+
 def _step_cases():
     rng = case_rng(77_101)
-    cases = []
-    for system, h in (("double_integrator", 0.1), ("pendulum", 0.05), ("pendulum", 0.2), ("double_integrator", 0.03)):
-        x = np.array([rng.uniform(-2.0, 2.0), rng.uniform(-3.0, 3.0)]).round(5)
-        cases.append({"system": system, "x": x, "u": rng.uniform(-2.0, 2.0, 1).round(4), "h": h})
-    return cases
+    states = [
+        (np.array([rng.uniform(-2.0, 2.0), rng.uniform(-3.0, 3.0)]).round(5), rng.uniform(-2.0, 2.0, 1).round(4))
+        for _ in _STEP_SETTINGS
+    ]
+    # The hidden step sizes: 0.8 .. 1.25 times the public ones and at least 3 % from them (the double integrator's
+    # Jacobians depend on h alone: with the public h a hidden case would expect a public case's A and B), drawn
+    # after the states, so that the public cases stay what they were.
+    steps = [
+        case_value(
+            draw_until(
+                lambda h=h: round(h * float(rng.uniform(0.8, 1.25)), 4), lambda hidden, h=h: abs(hidden / h - 1) > 0.03
+            ),
+            h,
+        )
+        for _, h in _STEP_SETTINGS
+    ]
+    return [{"system": system, "x": x, "u": u, "h": h} for (system, _), (x, u), h in zip(_STEP_SETTINGS, states, steps)]
 
 
 _LABELS = {"explicit_euler": "显式欧拉", "semi_implicit_euler": "半隐式欧拉", "rk4": "RK4"}
@@ -544,8 +561,31 @@ contact_sweep = _sweep_variant()
 SWEEP_H, SWEEP_STEPS = 0.002, 250
 
 
+def _draw_sweep_case(rng, base):
+    """A sweep drawn around ``base``: each stiffness moved by 10^(-0.15 .. 0.15) (two significant digits), y0 and v0
+    by 0.8 .. 1.25, a softplus law's beta by 10^(-0.15 .. 0.15); the law, h and N stay (one compilation per law)."""
+    beta = base["beta"] if base["law"] == "penalty" else float(f"{base['beta'] * 10.0 ** rng.uniform(-0.15, 0.15):.2g}")
+    return {
+        **base,
+        "ks": np.array([float(f"{k * 10.0 ** rng.uniform(-0.15, 0.15):.2g}") for k in base["ks"]]),
+        "beta": beta,
+        "y0": round(base["y0"] * float(rng.uniform(0.8, 1.25)), 3),
+        "v0": round(base["v0"] * float(rng.uniform(0.8, 1.25)), 2),
+    }
+
+
+def _sweep_acceptable(case) -> bool:
+    """Every stiffness penetrates the ground, and the peak sensitivity is not the final one (1e-6 apart at least)."""
+    depth, _, peak = contact_sweep(**case)
+    final = _sweep_variant(grad="final")(**case)[2]
+    return bool(np.all(depth > 0) and np.all(peak > (1 + 1e-6) * final))
+
+
 def _sweep_cases():
-    return case_value(_SWEEP_HIDDEN, _SWEEP_PUBLIC)
+    if case_value(False, True):
+        return _SWEEP_PUBLIC
+    rng = case_rng(77_202)
+    return [draw_until(lambda base=base: _draw_sweep_case(rng, base), _sweep_acceptable) for base in _SWEEP_HIDDEN]
 
 
 _SWEEP_PUBLIC = [
@@ -568,6 +608,7 @@ _SWEEP_PUBLIC = [
         "n_steps": SWEEP_STEPS,
     },
 ]
+#: the hidden sweeps are drawn around these each term (_draw_sweep_case)
 _SWEEP_HIDDEN = [
     {
         "law": "penalty",
@@ -638,13 +679,49 @@ boundary_check = _boundary_variant()
 BOUNDARY_FD_RTOL = 1e-6
 
 
+def _boundary_acceptable(case) -> bool:
+    """Every relative error far from the threshold (rounding cannot move the plateau), a plateau to find, the FD
+    column's scale at least 1 (BOUNDARY_FD_RTOL's argument), and a forward difference 1e-4 away (100 bands)."""
+    ad, fd, plateau = boundary_check(**case)
+    forward = _boundary_variant(scheme="forward")(**case)[1]
+    return bool(
+        _clear_of_threshold(relative_error(ad, fd))
+        and plateau[0] >= 0
+        and np.max(np.abs(fd)) >= 1.0
+        and np.max(np.abs(forward - fd)) > 1e-4 * np.max(np.abs(fd))
+    )
+
+
+def _draw_boundary_case(rng, base):
+    """A case drawn around ``base`` (same law, same side of the boundary): the height moved by 10^(-0.2 .. 0.2),
+    the velocity by 0.8 .. 1.25, a softplus law's beta by 10^(-0.15 .. 0.15), the direction's components by
+    0.8 .. 1.25 and +-0.15."""
+    y, v = base["x0"]
+    d0, d1 = base["direction"]
+    beta = base["beta"] if base["law"] == "penalty" else float(f"{base['beta'] * 10.0 ** rng.uniform(-0.15, 0.15):.2g}")
+    return {
+        **base,
+        "x0": np.array(
+            [float(f"{y * 10.0 ** rng.uniform(-0.2, 0.2):.2g}"), round(v * float(rng.uniform(0.8, 1.25)), 2)]
+        ),
+        "beta": beta,
+        "direction": np.array(
+            [round(d0 * float(rng.uniform(0.8, 1.25)), 2), round(d1 + float(rng.uniform(-0.15, 0.15)), 2)]
+        ),
+    }
+
+
 def _boundary_cases():
     eps = np.logspace(-1, -8, 8)
-    cases = case_value(_boundary_hidden(eps), _boundary_public(eps))
-    for case in cases:  # every relative error is far from the threshold, so rounding cannot move the plateau
-        ad, fd, _ = boundary_check(**case)
-        assert _clear_of_threshold(relative_error(ad, fd)), case
-    return cases
+    if case_value(False, True):
+        cases = _boundary_public(eps)
+        assert all(_clear_of_threshold(relative_error(*boundary_check(**case)[:2])) for case in cases)
+        return cases
+    rng = case_rng(77_203)
+    return [
+        draw_until(lambda base=base: _draw_boundary_case(rng, base), _boundary_acceptable)
+        for base in _boundary_hidden(eps)
+    ]
 
 
 def _boundary_public(eps):
@@ -667,6 +744,7 @@ def _boundary_public(eps):
 
 
 def _boundary_hidden(eps):
+    """The cases the hidden ones are drawn around each term (_draw_boundary_case)."""
     return [
         {
             "law": "penalty",
@@ -796,6 +874,38 @@ _MINI_DIFFSIM_P3_CHECKS = (
 )
 
 
+def _perturbed_step(signs):
+    """task_step with every result moved by one ulp (relative machine epsilon, these signs per component): a
+    stand-in for a faithful implementation that rounds differently (another compiler's code, a Python loop)."""
+    scale = jnp.asarray(1.0 + np.asarray(signs, dtype=np.float64) * np.finfo(np.float64).eps)
+
+    def step(x, u):
+        return task_step(x, u) * scale
+
+    return step
+
+
+#: one-ulp perturbations of every step of the dynamics, three sign patterns: the bands of the training checks
+#: (TRAIN_RTOL, PANEL_RTOL) were measured with them, and a drawn hidden run must stay far inside them under each
+_PERTURBED_STEPS = tuple(_perturbed_step(signs) for signs in ((1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)))
+
+#: seeds a hidden training run never draws: the notebooks' and the evaluation's, and the public cases'
+_RESERVED_SEEDS = frozenset({0, EVAL_SEED, 31, 32, 41, 167, 180})
+
+
+def _draw_seed(rng) -> int:
+    return draw_until(lambda: int(rng.integers(100, 100_000)), lambda seed: seed not in _RESERVED_SEEDS)
+
+
+def _stable(run, case, limit: float) -> bool:
+    """Whether every output of ``run(case, step)`` moves by at most ``limit`` (relative to its largest entry) when
+    every step of the dynamics is perturbed by one ulp (_PERTURBED_STEPS)."""
+    reference = run(case, task_step)
+    return all(
+        spread_.deviation(r, p) <= limit for step in _PERTURBED_STEPS for r, p in zip(reference, run(case, step))
+    )
+
+
 @partial(jax.jit, static_argnames=("horizon", "n_iterations", "value", "step"))
 def _train_run(seed, horizon, n_iterations, value, switches, clip_on, step=task_step):
     """Clipped SGD as one lax.scan: raw and clipped gradient norms, window losses, eval before/after."""
@@ -846,19 +956,53 @@ def _train_variant(loss_variant=None, clip_on=True, record="raw"):
 #: catalogued mistake by more than 0.2. The band 1e-6 accepts faithful implementations and nothing else.
 #: h = 32 is kept short because its training is chaotic once the contact spikes begin: the same
 #: perturbation grows to 2e-11 after 8 and 4e-8 after 12 iterations (to 0.2 after 25, see _LONG_RUN).
+#: The hidden runs draw their seeds each term (_train_cases: a drawn run must pass the same one-ulp perturbations,
+#: 1000 times inside the band); these seeds were the hidden ones before.
 _TRAIN_CASES = ((8, 12, 3, "hidden"), (16, 12, 5, "hidden"), (32, 5, 14, "hidden"))
 _TRAIN_PUBLIC = ((8, 6, 31, "public"), (16, 5, 32, "public"))
 TRAIN_RTOL = 1e-6
 
 
+def _train_outputs(case, step=task_step):
+    """The reference run of ``case`` with another step function (the perturbed ones of _PERTURBED_STEPS)."""
+    switches, clip_on = jnp.asarray(_LOSS_VARIANTS[None]), jnp.asarray(True)
+    run = _train_run(
+        int(case["seed"]), int(case["horizon"]), int(case["n_iterations"]), case["value"], switches, clip_on, step
+    )
+    return tuple(np.asarray(a) for a in run)
+
+
+def _train_acceptable(case) -> bool:
+    """A run that stays finite and lowers the evaluation loss, clips in some iteration and has no gradient norm
+    within 0.1 % of the threshold (where the clipped norms would hardly differ from the raw ones), and moves by at
+    most 1e-9 (a thousandth of TRAIN_RTOL) under one-ulp perturbations of the dynamics."""
+    norms, _, losses, evals = _train_outputs(case)
+    return bool(
+        np.all(np.isfinite(norms))
+        and np.all(np.isfinite(losses))
+        and evals[1] < evals[0]
+        and np.any(norms > CLIP)
+        and np.all(np.abs(norms / CLIP - 1.0) > 1e-3)
+        and _stable(_train_outputs, case, 1e-9)
+    )
+
+
 def _train_cases():
-    cases = []
-    for horizon, n, seed, value in case_value(_TRAIN_CASES, _TRAIN_PUBLIC):
-        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": value}
-        norms, used, losses, evals = _train_variant()(**case)
-        assert np.all(np.isfinite(norms)) and np.all(np.isfinite(losses)) and evals[1] < evals[0], case
-        cases.append(case)
-    return cases
+    """The hidden runs draw their seeds each term (horizons, budgets and the terminal value stay)."""
+    if case_value(False, True):
+        cases = [{"horizon": h, "n_iterations": n, "seed": seed, "value": value} for h, n, seed, value in _TRAIN_PUBLIC]
+        for case in cases:
+            norms, _, losses, evals = _train_outputs(case)
+            assert np.all(np.isfinite(norms)) and np.all(np.isfinite(losses)) and evals[1] < evals[0], case
+        return cases
+    rng = case_rng(77_302)
+    return [
+        draw_until(
+            lambda h=h, n=n, value=value: {"horizon": h, "n_iterations": n, "seed": _draw_seed(rng), "value": value},
+            _train_acceptable,
+        )
+        for h, n, _, value in _TRAIN_CASES
+    ]
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
@@ -889,7 +1033,9 @@ _MINI_DIFFSIM_P3_CHECKS += (
 #: perturbed run stays finite, records the same spike (raw norm 267, far above SPIKE = 10) and lowers the
 #: evaluation loss to 0.661..0.666 of its start. Over seeds 20..35 every clipped run stayed finite with a
 #: spike above 260, but at other seeds the evaluation loss rose for some perturbations (up to 1.64 times),
-#: so the seed matters; without clipping this run (like most) ends in NaN.
+#: so the seed matters; without clipping this run (like most) ends in NaN. The hidden run draws its seed each
+#: term and keeps it only if the run and three one-ulp perturbations of it pass (_long_acceptable); 28 was the
+#: hidden seed before.
 _LONG_RUN = {"horizon": 32, "n_iterations": 25, "seed": 28, "value": "hidden"}
 _LONG_PUBLIC = {"horizon": 32, "n_iterations": 25, "seed": 41, "value": "public"}
 
@@ -898,10 +1044,31 @@ def _long_variant(**variant):
     return lambda **case: long_run_summary(_train_variant(**variant)(**case), CLIP)
 
 
+def _long_acceptable(case) -> bool:
+    """The reference run and its one-ulp perturbations (_PERTURBED_STEPS) all hold the four properties with a
+    margin (a spike above twice SPIKE, the evaluation loss lowered to 0.9 of its start or less) and agree on the
+    graded prefix to 1e-9 (a thousandth of TRAIN_RTOL); training without clipping differs clearly (a property,
+    or the prefix by more than 1e-3)."""
+    reference = _train_outputs(case)
+    runs = [reference, *(_train_outputs(case, step) for step in _PERTURBED_STEPS)]
+    summaries = [long_run_summary(run, CLIP) for run in runs]
+    unclipped = _long_variant(clip_on=False)(**case)
+    return bool(
+        all([int(f) for f in summary[1:]] == [1, 1, 1, 1] for summary in summaries)
+        and all(np.max(run[0]) > 2 * SPIKE and run[3][1] <= 0.9 * run[3][0] for run in runs)
+        and all(spread_.deviation(summaries[0][0], summary[0]) <= 1e-9 for summary in summaries[1:])
+        and ([int(f) for f in unclipped[1:]] != [1, 1, 1, 1] or spread_.deviation(summaries[0][0], unclipped[0]) > 1e-3)
+    )
+
+
 def _long_run_cases():
-    run = case_value(_LONG_RUN, _LONG_PUBLIC)
-    assert [int(f) for f in _long_variant()(**run)[1:]] == [1, 1, 1, 1]
-    return [run]
+    """The hidden run draws its seed each term (horizon, budget and terminal value stay), redrawn until the run is
+    robust (_long_acceptable): the check grades properties that a faithful implementation must meet too."""
+    if case_value(False, True):
+        assert [int(f) for f in _long_variant()(**_LONG_PUBLIC)[1:]] == [1, 1, 1, 1]
+        return [_LONG_PUBLIC]
+    rng = case_rng(77_303)
+    return [draw_until(lambda: {**_LONG_RUN, "seed": _draw_seed(rng)}, _long_acceptable)]
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
@@ -984,11 +1151,13 @@ def _panel_variant(variant=None):
 
 
 #: Hidden panel runs: a seed unseen in the notebook (which uses 0), the hidden terminal value. Both runs
-#: have an iteration whose central difference straddles a contact kink (FD error 0.65 at iteration 3 of
-#: the h = 16 run, 0.57 and 0.60 at iterations 0 and 1 of the h = 32 run), so the FD column has a scale
-#: far above rounding; most seeds have none at h = 16 with this terminal value, and then the column is
+#: have an iteration whose central difference straddles a contact kink (with seed 101: FD error 0.65 at
+#: iteration 3 of the h = 16 run, 0.57 and 0.60 at iterations 0 and 1 of the h = 32 run), so the FD column has
+#: a scale far above rounding; most seeds have none at h = 16 with this terminal value, and then the column is
 #: rounding-dominated truncation error (~1e-6) that no band can compare robustly. h = 32 is kept to three
-#: iterations because its training is chaotic (see _TRAIN_CASES).
+#: iterations because its training is chaotic (see _TRAIN_CASES). The hidden runs draw their seeds each term,
+#: redrawn until the run has such a kink and passes the perturbations below (_panel_acceptable); 101 was the
+#: hidden seed before.
 _PANEL_CASES = ((16, 8, 101, "hidden"), (32, 3, 101, "hidden"))
 _PANEL_PUBLIC = ((16, 5, 167, "public"), (32, 3, 180, "public"))  # the second: counting contacts by force > 0 differs
 
@@ -1003,15 +1172,54 @@ PANEL_RTOL = 1e-6
 PANEL_FD_RTOL = 1e-4
 
 
+def _panel_outputs(case, step=task_step, variant=None):
+    """The panel of ``case`` with another step function (the perturbed ones of _PERTURBED_STEPS) or a mistake."""
+    rows = _panel_run(int(case["seed"]), int(case["horizon"]), int(case["n_iterations"]), case["value"], variant, step)
+    return tuple(np.asarray(a) for a in rows)
+
+
+def _panel_acceptable(case) -> bool:
+    """A panel with an iteration whose central difference straddles a contact kink (FD error above 0.1, so the FD
+    column has a scale far above rounding), contacts, and every mistake in sight: a contact with no force (damper
+    clipped), a forward difference at least 1e-2 (100 bands) away. Under one-ulp perturbations of the dynamics
+    the first five columns move by at most 1e-9 and the FD column by at most 1e-7 of its largest entry (a
+    thousandth of PANEL_RTOL and PANEL_FD_RTOL)."""
+    rows = _panel_outputs(case)
+    if not (all(np.all(np.isfinite(r)) for r in rows) and np.max(rows[5]) > 0.1 and np.max(rows[2]) > 0):
+        return False
+    by_force = _panel_outputs(case, variant="contact_by_force")[2]
+    forward = _panel_outputs(case, variant="fd_forward")[5]
+    limits = (1e-9,) * 5 + (1e-7,)
+    return bool(
+        not np.array_equal(by_force, rows[2])
+        and spread_.deviation(rows[5], forward) > 1e-2
+        and all(
+            spread_.deviation(r, p) <= limit
+            for step in _PERTURBED_STEPS
+            for r, p, limit in zip(rows, _panel_outputs(case, step), limits)
+        )
+    )
+
+
 def _panel_cases():
-    cases = []
-    for horizon, n, seed, value in case_value(_PANEL_CASES, _PANEL_PUBLIC):
-        case = {"horizon": horizon, "n_iterations": n, "seed": seed, "value": value}
-        rows = _panel_variant()(**case)
-        assert all(np.all(np.isfinite(r)) for r in rows)
-        assert np.max(rows[5]) > 0.1 and np.max(rows[2]) > 0, case  # a kink is straddled, contact happens
-        cases.append(case)
-    return cases
+    """The hidden runs draw their seeds each term (horizons, budgets and the terminal value stay)."""
+    if case_value(False, True):
+        cases = [{"horizon": h, "n_iterations": n, "seed": seed, "value": value} for h, n, seed, value in _PANEL_PUBLIC]
+        for case in cases:
+            rows = _panel_outputs(case)
+            assert all(np.all(np.isfinite(r)) for r in rows)
+            assert np.max(rows[5]) > 0.1 and np.max(rows[2]) > 0, case  # a kink is straddled, contact happens
+        return cases
+    rng = case_rng(77_401)
+    # about 1 seed in 30 passes at h = 16 (a run of 8 iterations takes milliseconds): 2000 tries
+    return [
+        draw_until(
+            lambda h=h, n=n, value=value: {"horizon": h, "n_iterations": n, "seed": _draw_seed(rng), "value": value},
+            _panel_acceptable,
+            tries=2000,
+        )
+        for h, n, _, value in _PANEL_CASES
+    ]
 
 
 _MINI_DIFFSIM_P4_CHECKS = (
