@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import execution_cache  # noqa: E402
 
 PROCESSES = 4
-ROUNDS = 25
+ROUNDS = 8  # without prepare() the race shows in round 0 or 1 (5 trials measured, 2026-12-06)
 
 
 def _reader(folder: str, index: int) -> None:
