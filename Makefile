@@ -106,7 +106,8 @@ course-lib-wheel: $(STAMP)
 	rm -rf _build/course-lib-src
 
 # the folder published each term as the students' repository (autograder/ops/student_edition.py)
-student-edition: $(STAMP)
+# the page twins show the numbers the built book computed (_build/jupyter_execute/*.glue.json)
+student-edition: book
 	$(RUN) $(BIN)/python -m autograder student-edition
 
 clean:

@@ -359,3 +359,28 @@ def test_the_published_book_holds_nothing_instructor_only(built_book):
     assert (built_book / "_sources").is_dir() and (built_book / "searchindex.js").is_file()
     secrets = leak_scan.collect_secrets(leak_scan.course_public_texts())
     assert leak_scan.scan(built_book, secrets) == []
+
+
+def test_the_page_twins_show_the_numbers_the_built_pages_show(built_book):
+    """A twin (what Colab opens) gets each glued number from the build (``jupyter_execute/<page>.glue.json``),
+    formatted as myst-nb formats it on the web page: the same text, number for number, on every student page."""
+    import html as html_
+    import re as re_
+
+    from autograder.ops.student_edition import student_pages
+    from autograder.ops.twin_markdown import GLUE, format_glued, glued_values
+
+    build = built_book.parent
+    checked = 0
+    for page in student_pages():
+        prose = re_.sub(
+            r"^```\{code-cell\}.*?^```", "", (ROOT / f"{page}.md").read_text(encoding="utf-8"), flags=re_.M | re_.S
+        )
+        values = glued_values(build, page)
+        twin = [format_glued(values[m.group(1).strip()], m.group(2) or "") for m in GLUE.finditer(prose)]
+        shown = re_.findall(
+            r'<span class="pasted-text">(.*?)</span>', (built_book / f"{page}.html").read_text(encoding="utf-8")
+        )
+        assert twin == [html_.unescape(text) for text in shown], page
+        checked += len(twin)
+    assert checked > 300  # every page's glued numbers, not an empty comparison

@@ -437,11 +437,25 @@ def cmd_selftest(args):
     arg("--out", default=str(COURSE.parent / "_build" / "student-edition"), help="folder to write"),
     arg("--repository-url", help="the edition's public address (default: repository.url of _config.yml)"),
     arg("--branch", help="the term's branch or tag (default: repository.branch of _config.yml)"),
+    arg(
+        "--book-build",
+        default=str(COURSE.parent / "_build"),
+        help="the built book (make book), whose numbers the twins show",
+    ),
 )
 def cmd_student_edition(args):
     from autograder.ops.student_edition import build_edition
 
-    edition = build_edition(Path(args.out), repository_url=args.repository_url, branch=args.branch)
+    book_build = Path(args.book_build)
+    if not (book_build / "jupyter_execute").is_dir():
+        print(
+            f"warning: no built book in {book_build} (make book): the page twins name each computed number instead "
+            "of showing it",
+            file=sys.stderr,
+        )
+    edition = build_edition(
+        Path(args.out), repository_url=args.repository_url, branch=args.branch, book_build=book_build
+    )
     size = sum(path.stat().st_size for path in edition.files)
     print(f"wrote {len(edition.files)} files ({size / 1e6:.1f} MB) into {edition.folder}")
     for problem in edition.problems:

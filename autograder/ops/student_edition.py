@@ -28,6 +28,7 @@ import yaml
 
 from autograder.authoring import leak_scan
 from autograder.authoring.student_copy import write_student_copies
+from autograder.ops.twin_markdown import TwinText, glued_values
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "_build" / "student-edition"
@@ -114,10 +115,16 @@ def student_text(md_text: str) -> str:
     return INSTRUCTORS_ONLY.sub("\n", md_text)
 
 
-def page_twin(md_path: Path, repository_url: str | None, branch: str) -> nbformat.NotebookNode:
-    """The page as a notebook without outputs; with a repository address, Colab's setup cell first."""
+def page_twin(
+    md_path: Path, repository_url: str | None, branch: str, text: TwinText, glued: dict[str, str]
+) -> nbformat.NotebookNode:
+    """The page as a notebook without outputs, its markdown as Jupyter renders it (:mod:`autograder.ops.twin_markdown`,
+    ``glued``: the values the book's build glued); with a repository address, Colab's setup cell first."""
     nb = jupytext.reads(student_text(md_path.read_text(encoding="utf-8")), fmt="md:myst")
     nb.metadata.pop("jupytext", None)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = text.markdown(cell.source, glued)
     if repository_url and any(cell.cell_type == "code" for cell in nb.cells):
         nb.cells.insert(0, setup_cell(repository_url, branch))
     return nb
@@ -137,9 +144,14 @@ def _copy(src: Path, dst: Path, files: list[Path]) -> None:
 
 
 def build_edition(
-    out: Path = OUT, root: Path = ROOT, repository_url: str | None = None, branch: str | None = None
+    out: Path = OUT,
+    root: Path = ROOT,
+    repository_url: str | None = None,
+    branch: str | None = None,
+    book_build: Path | None = None,
 ) -> Edition:
-    """Write the student edition into ``out`` (replacing it) and scan it; see the module docstring."""
+    """Write the student edition into ``out`` (replacing it) and scan it; see the module docstring.
+    ``book_build``: the book's build folder (default ``root/_build``), whose glued values the twins show."""
     configured_url, configured_branch = repository_settings(root)
     repository_url, branch = repository_url or configured_url, branch or configured_branch
     if out.exists():
@@ -169,13 +181,14 @@ def build_edition(
 
     for helper in book_helpers(root):
         _copy(root / helper, out / helper, files)
+    twin_text, book_build = TwinText.of_course(root, toc_pages(root)), book_build or root / "_build"
     for page in student_pages(root):
         md = root / f"{page}.md"
         (out / f"{page}.md").parent.mkdir(parents=True, exist_ok=True)
         (out / f"{page}.md").write_text(student_text(md.read_text(encoding="utf-8")), encoding="utf-8")
         files.append(out / f"{page}.md")
         twin = out / f"{page}.ipynb"
-        nbformat.write(page_twin(md, repository_url, branch), twin)
+        nbformat.write(page_twin(md, repository_url, branch, twin_text, glued_values(book_build, page)), twin)
         files.append(twin)
 
     written, problems = write_student_copies(out / "exercises", root / "assignments")
