@@ -51,8 +51,18 @@ def test_admonitions_become_quotes_and_answers_stay_folded():
     )
 
 
+def test_a_glossary_becomes_a_list_of_terms():
+    source = "```{glossary}\n一阶批量梯度（FoBG）\n  对每个样本反传再平均。\n  见 {ref}`S04.4 <s04-4>`。\n\n伴随法\n  反向递推。\n```\n"
+    assert (
+        TEXT.markdown(source, {})
+        == "- **一阶批量梯度（FoBG）**：对每个样本反传再平均。 见 S04.4。\n- **伴随法**：反向递推。\n"
+    )
+
+
 def test_the_course_numbers_its_equations_and_figures_as_the_book_does():
     text = TwinText.of_course(ROOT, toc_pages(ROOT))
     assert text.numbers["eq-s04-1-hand-grad"] == 1  # the book's first labelled equation
     assert text.titles["notation"] and text.exercise_sections["mini_diffsim_p2"] == "mini_diffsim"
     assert glued_values(ROOT / "no-such-build", "book/s04_4") == {}
+    assert text.references[0].startswith("[suh2022] Suh, Hyung Ju Terry") and text.references[0].endswith("Gradients?")
+    assert "- [suh2022]" in text.markdown("```{bibliography}\n:all:\n```\n", {})

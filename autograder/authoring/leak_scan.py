@@ -177,12 +177,13 @@ def _number_keys(tokens: list[str]) -> tuple[dict[str, str], dict[tuple[str, ...
 
 
 def course_public_texts(root: Path = ROOT) -> list[str]:
-    """What students may read of the course: the book's pages and helpers, course_lib, and every exercise's
-    student notebook (its cells' sources, as nbgrader releases it)."""
+    """What students may read of the course: the book's pages and helpers, course_lib and course_check (the
+    edition ships both), and every exercise's student notebook (its cells' sources, as nbgrader releases it)."""
     from autograder.authoring.student_copy import student_notebook
 
     paths = sorted((root / "book").glob("*.md")) + sorted((root / "book").glob("*.py"))
-    paths += sorted(p for p in (root / "course_lib").rglob("*.py") if "__pycache__" not in p.parts)
+    for package in ("course_lib", "course_check"):
+        paths += sorted(p for p in (root / package).rglob("*.py") if "__pycache__" not in p.parts)
     texts = [p.read_text(encoding="utf-8") for p in paths]
     for md in source_notebooks(root / "assignments"):
         texts.append("\n".join(cell.source for cell in student_notebook(md, root / "assignments").cells))

@@ -8,7 +8,8 @@ block with its "answer" open. :func:`twin_markdown` rewrites a markdown cell so 
   written by myst-nb), formatted as the role asks; without a built book it says where the number comes from;
 * ``ref``/``doc``/``term``/``numref``/``eq``/``cite`` become their text (a section's or page's title, the term,
   an equation's or a figure's number as the book shows it), ``exercise`` a link to the exercise's notebook in the edition;
-* admonitions become quotes, and a ``dropdown`` one (a prompt's answer) a collapsed ``<details>``;
+* admonitions become quotes, and a ``dropdown`` one (a prompt's answer) a collapsed ``<details>``; a glossary a
+  list of bold terms, the bibliography a list of its entries (``references.bib``);
 * label lines ``(label)=`` and ``eval-rst`` blocks (the API tables generated for the web) are dropped.
 """
 
@@ -23,7 +24,9 @@ GLUE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::([^`]*))?`")
 ROLE = re.compile(r"\{(ref|doc|term|numref|eq|cite|exercise)\}`([^`]*)`")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 _LABEL_LINE = re.compile(r"^\([\w.:-]+\)=[ \t]*\n", re.M)
-_FENCE = re.compile(r"^```\{(admonition|note|warning|eval-rst)\}[ \t]*(.*?)\n(.*?)^```[ \t]*$\n?", re.M | re.S)
+_FENCE = re.compile(
+    r"^```\{(admonition|note|warning|eval-rst|glossary|bibliography)\}[ \t]*(.*?)\n(.*?)^```[ \t]*$\n?", re.M | re.S
+)
 _OPTION = re.compile(r"^:(\w+):[ \t]*(.*)$")
 _LABELLED_EQUATION = re.compile(r"^\$\$ \(([\w-]+)\)[ \t]*$", re.M)
 _FIGURE_NAME = re.compile(r"^\s+name: (fig-[\w-]+)[ \t]*$", re.M)
@@ -61,9 +64,14 @@ class TwinText:
     """What the roles of the course's pages point at: section and page titles, exercises' sections."""
 
     def __init__(
-        self, titles: dict[str, str], exercise_sections: dict[str, str], numbers: dict[str, int]
+        self,
+        titles: dict[str, str],
+        exercise_sections: dict[str, str],
+        numbers: dict[str, int],
+        references: tuple[str, ...] = (),
     ):
         self.titles, self.exercise_sections, self.numbers = titles, exercise_sections, numbers
+        self.references = references  # the bibliography's entries, one line each
 
     @classmethod
     def of_course(cls, root: Path, pages: list[str]) -> TwinText:
@@ -84,7 +92,7 @@ class TwinText:
             for label, heading in re.findall(r"^\(([\w.:-]+)\)=[ \t]*\n#+ (.+)$", text, re.M):
                 titles[label] = heading.strip()
         sections = {md.stem: md.parent.name for md in sorted((Path(root) / "assignments" / "source").glob("*/*.md"))}
-        return cls(titles, sections, numbers)
+        return cls(titles, sections, numbers, bibliography(Path(root) / "references.bib"))
 
     def role(self, kind: str, content: str) -> str:
         title, target = _title_and_target(content)
@@ -111,15 +119,36 @@ class TwinText:
             return f"`{name}`（运行本页的代码后得到）"
 
         text = _LABEL_LINE.sub("", source)
-        text = _FENCE.sub(_plain_block, text)
+        text = _FENCE.sub(lambda m: _plain_block(m, self.references), text)
         text = GLUE.sub(glue, text)
         return ROLE.sub(lambda m: self.role(m.group(1), m.group(2)), text)
 
 
-def _plain_block(match: re.Match) -> str:
+def bibliography(bib: Path) -> tuple[str, ...]:
+    """``[key] authors (year). title.`` for each entry of a BibTeX file, in the file's order."""
+    if not bib.is_file():
+        return ()
+    entries = []
+    for key, body in re.findall(r"^@\w+\{([^,]+),(.*?)^\}", bib.read_text(encoding="utf-8"), re.M | re.S):
+        fields = {name.lower(): value for name, value in re.findall(r"(\w+)\s*=\s*\{(.*)\},?\s*$", body, re.M)}
+        authors = fields.get("author", "").replace("{", "").replace("}", "")
+        title = fields.get("title", "").replace("{", "").replace("}", "")
+        end = "" if title.endswith((".", "?", "!")) else "."
+        entries.append(f"[{key.strip()}] {authors} ({fields.get('year', '')}). {title}{end}")
+    return tuple(entries)
+
+
+def _plain_block(match: re.Match, references: tuple[str, ...]) -> str:
     kind, argument, body = match.group(1), match.group(2).strip(), match.group(3)
     if kind == "eval-rst":
         return ""
+    if kind == "bibliography":
+        return "".join(f"- {entry}\n" for entry in references)
+    if kind == "glossary":  # a term on its own line, its definition indented below it
+        entries = re.findall(r"^(\S.*)\n((?:[ \t]+.*\n?)+)", body, re.M)
+        return "".join(
+            f"- **{term.strip()}**：{' '.join(d.strip() for d in text.splitlines())}\n" for term, text in entries
+        )
     options, lines = {}, body.splitlines()
     while lines and _OPTION.match(lines[0]):
         key, value = _OPTION.match(lines[0]).groups()  # type: ignore[union-attr]
