@@ -896,6 +896,19 @@ def _draw_seed(rng) -> int:
     return draw_until(lambda: int(rng.integers(100, 100_000)), lambda seed: seed not in _RESERVED_SEEDS)
 
 
+def _runs(settings) -> list[dict]:
+    """One case per ``(horizon, n_iterations, seed, value)`` of ``settings``."""
+    return [{"horizon": h, "n_iterations": n, "seed": seed, "value": value} for h, n, seed, value in settings]
+
+
+def _drawn_runs(seed: int, settings, acceptable, tries: int = 200) -> list[dict]:
+    """The hidden runs of ``settings`` with their seeds drawn this term, each until ``acceptable``."""
+    rng = case_rng(seed)
+    return [
+        draw_until(lambda case=case: {**case, "seed": _draw_seed(rng)}, acceptable, tries) for case in _runs(settings)
+    ]
+
+
 def _stable(run, case, limit: float) -> bool:
     """Whether every output of ``run(case, step)`` moves by at most ``limit`` (relative to its largest entry) when
     every step of the dynamics is perturbed by one ulp (_PERTURBED_SCALES)."""
@@ -998,19 +1011,12 @@ def _train_acceptable(case) -> bool:
 def _train_cases():
     """The hidden runs draw their seeds each term (horizons, budgets and the terminal value stay)."""
     if case_value(False, True):
-        cases = [{"horizon": h, "n_iterations": n, "seed": seed, "value": value} for h, n, seed, value in _TRAIN_PUBLIC]
+        cases = _runs(_TRAIN_PUBLIC)
         for case in cases:
             norms, _, losses, evals = _train_outputs(case)
             assert np.all(np.isfinite(norms)) and np.all(np.isfinite(losses)) and evals[1] < evals[0], case
         return cases
-    rng = case_rng(77_302)
-    return [
-        draw_until(
-            lambda h=h, n=n, value=value: {"horizon": h, "n_iterations": n, "seed": _draw_seed(rng), "value": value},
-            _train_acceptable,
-        )
-        for h, n, _, value in _TRAIN_CASES
-    ]
+    return _drawn_runs(77_302, _TRAIN_CASES, _train_acceptable)
 
 
 _MINI_DIFFSIM_P3_CHECKS += (
@@ -1217,22 +1223,14 @@ def _panel_acceptable(case) -> bool:
 def _panel_cases():
     """The hidden runs draw their seeds each term (horizons, budgets and the terminal value stay)."""
     if case_value(False, True):
-        cases = [{"horizon": h, "n_iterations": n, "seed": seed, "value": value} for h, n, seed, value in _PANEL_PUBLIC]
+        cases = _runs(_PANEL_PUBLIC)
         for case in cases:
             rows = _panel_outputs(case)
             assert all(np.all(np.isfinite(r)) for r in rows)
             assert np.max(rows[5]) > 0.1 and np.max(rows[2]) > 0, case  # a kink is straddled, contact happens
         return cases
-    rng = case_rng(77_401)
     # about 1 seed in 30 passes at h = 16 (a run of 8 iterations takes milliseconds): 2000 tries
-    return [
-        draw_until(
-            lambda h=h, n=n, value=value: {"horizon": h, "n_iterations": n, "seed": _draw_seed(rng), "value": value},
-            _panel_acceptable,
-            tries=2000,
-        )
-        for h, n, _, value in _PANEL_CASES
-    ]
+    return _drawn_runs(77_401, _PANEL_CASES, _panel_acceptable, tries=2000)
 
 
 _MINI_DIFFSIM_P4_CHECKS = (
