@@ -61,6 +61,18 @@ def test_the_course_term_has_a_salt():
     assert load_term(COURSE_DIR).salt  # the instructors' page says to change it each term
 
 
+#: (exercise, salt) pairs whose regeneration a guard once missed: the case function must redraw instead of
+#: refusing the term (2027-autumn drew a 15-sweep PGS problem on which Jacobi met Gauss-Seidel to 1.8 tolerances)
+REFUSED_ONCE = [("s04_5_ex4", "2027-autumn")]
+
+
+@pytest.mark.parametrize(("exercise", "salt"), REFUSED_ONCE)
+def test_a_new_term_regenerates_where_a_salt_once_failed(exercise, salt, tmp_path):
+    dirs = {k: tmp_path / k for k in ("out_dir", "inputs_dir", "public_dir")}
+    (written,) = data.regenerate([exercise], salt=salt, **dirs)
+    assert (dirs["public_dir"] / written.name).read_bytes() == (PUBLIC_DIR / written.name).read_bytes()
+
+
 def test_regeneration_with_a_new_salt_changes_hidden_data_only(tmp_path):
     exercise = "s04_6_ex1"  # a quick one; every exercise goes through the same regenerate()
 
