@@ -2,7 +2,7 @@
 
 Jupyter and Colab render CommonMark, not MyST: a twin made by jupytext alone shows ``{glue:text}`name:.2f```
 where the book shows a number, ``{ref}`S04.4 <s04-4>``` where it shows a link, and every admonition as a code
-block with its "answer" open. :func:`twin_markdown` rewrites a markdown cell so that it reads like the page:
+block with its "answer" open. :meth:`TwinText.markdown` rewrites a markdown cell so that it reads like the page:
 
 * a glued number is the value the book's own build computed (``_build/jupyter_execute/<page>.glue.json``,
   written by myst-nb), formatted as the role asks; without a built book it says where the number comes from;
