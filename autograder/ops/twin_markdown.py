@@ -77,18 +77,15 @@ class TwinText:
     def of_course(cls, root: Path, pages: list[str]) -> TwinText:
         """The course at ``root``; ``pages`` in the book's order (``_toc.yml``), which numbers its labelled
         equations and its figures 1, 2, ... across the whole book."""
-        titles, numbers = {}, {}
-        equations, figures = [], []
-        for page in pages:
-            text = (Path(root) / f"{page}.md").read_text(encoding="utf-8")
-            equations += _LABELLED_EQUATION.findall(text)
-            figures += _FIGURE_NAME.findall(text)
+        texts = {f"book/{md.stem}": md.read_text(encoding="utf-8") for md in sorted((Path(root) / "book").glob("*.md"))}
+        equations = [label for page in pages for label in _LABELLED_EQUATION.findall(texts[page])]
+        figures = [name for page in pages for name in _FIGURE_NAME.findall(texts[page])]
         numbers = {label: n for found in (equations, figures) for n, label in enumerate(found, start=1)}
-        for md in sorted((Path(root) / "book").glob("*.md")):
-            text = md.read_text(encoding="utf-8")
+        titles = {}
+        for page, text in texts.items():
             first = re.search(r"^# (.+)$", text, re.M)
             if first:
-                titles[md.stem] = first.group(1).strip()
+                titles[page.removeprefix("book/")] = first.group(1).strip()
             for label, heading in re.findall(r"^\(([\w.:-]+)\)=[ \t]*\n#+ (.+)$", text, re.M):
                 titles[label] = heading.strip()
         sections = {md.stem: md.parent.name for md in sorted((Path(root) / "assignments" / "source").glob("*/*.md"))}

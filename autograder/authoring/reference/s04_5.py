@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import course_lib as cl
+from autograder.authoring import spread as spread_
 from autograder.authoring.cases import case_rng, case_value, draw_until
 from course_check.adapters import COMPLEMENTARITY_TOL, kink_as_subgradient
 from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
@@ -333,18 +334,13 @@ def _shapes():
     return case_value(((2, 1), (3, 2), (4, 3), (4, 4), (3, 0)), ((2, 2), (3, 1), (4, 2)))
 
 
-def _relative_gap(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-
-
 def _pgs_mistakes_apart(case) -> bool:
     """Each catalogued mistake either equals the reference (to 1e-13) or lies 1e-10 or more from it on both outputs
     (tens of tolerances): after many sweeps a quickly converging problem makes Jacobi and Gauss-Seidel agree to a
     few ulps, which no tolerance can separate (a term's salt drew such a case)."""
     reference = pgs_unrolled(**case)
     for variant in ({"jacobi": True}, {"project": False}):
-        gaps = [_relative_gap(m, r) for m, r in zip(pgs_unrolled(**case, **variant), reference)]
+        gaps = [spread_.deviation(r, m) for m, r in zip(pgs_unrolled(**case, **variant), reference)]
         if not all(gap <= 1e-13 for gap in gaps) and not all(gap >= 1e-10 for gap in gaps):
             return False
     return True
