@@ -477,7 +477,7 @@ _S04_6_EX3_CHECKS = (
         "ad_fd_disagreement",
         _disagreement_cases,
         reference=_graded_reference,
-        outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "exact")),
+        outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "integer")),
         mistakes={
             "s046_all_agree": Mistake(S046_ALL_AGREE, _disagreement_variant("s046_all_agree")),
             "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _disagreement_variant("forward_difference")),

@@ -375,17 +375,25 @@ def _starts_variant(pick):
     return fn
 
 
-def _ball_points(seed, n, acceptable=lambda i, theta, d: True):
-    """``n`` (theta, direction) pairs, the i-th redrawn until ``acceptable(i, theta, direction)``."""
+def _ball_points(seed, n, acceptable=lambda i, theta, d: True, aim=None):
+    """``n`` (theta, direction) pairs, the i-th redrawn until ``acceptable(i, theta, direction)``.
+
+    ``aim(i, theta, rng)``, where given, returns the i-th direction's unit vector (or None for a random angle).
+    """
     rng = case_rng(seed)
     lengths = case_rng(seed + 1).uniform(0.3, 3.0, size=n)  # not unit vectors: the sweep normalises
 
-    def draw(length):
+    def draw(i, length):
         theta = np.array([rng.uniform(0.03, 0.08), rng.uniform(-1.4, -0.6)]).round(5)
-        angle = rng.uniform(0.2, 1.3)
-        return theta, (length * np.array([np.cos(angle), -np.sin(angle)])).round(5)
+        unit = aim(i, theta, rng) if aim else None
+        if unit is None:
+            angle = rng.uniform(0.2, 1.3)
+            unit = np.array([np.cos(angle), -np.sin(angle)])
+        return theta, (length * unit).round(5)
 
-    return [draw_until(lambda: draw(length), lambda point: acceptable(i, *point)) for i, length in enumerate(lengths)]
+    return [
+        draw_until(lambda: draw(i, length), lambda point: acceptable(i, *point)) for i, length in enumerate(lengths)
+    ]
 
 
 #: per hidden case: sharpness beta and the eps list; every graded eps is truncation-dominated
@@ -410,9 +418,36 @@ def _sweep_is_truncation_dominated(i, theta, d) -> bool:
     )
 
 
+#: the directional derivative |AD| of the first hidden sweep: below the relative error's floor of 1, the one
+#: place where dividing by max(|a|, |f|) instead of max(1, |a|, |f|) changes the answer (s048_relerr_no_floor);
+#: with |AD| >= 1 in every case that mistake would keep full marks
+_SMALL_AD = (0.1, 0.5)
+
+
+def _aim_below_the_floor(i, theta, rng):
+    """For the first sweep only: a unit direction nearly orthogonal to the gradient, with |AD| in _SMALL_AD."""
+    if i != 0:
+        return None
+    g = np.asarray(ball_grad(jnp.asarray(theta), _BALL_SWEEPS[0][0]))
+    along = g / np.linalg.norm(g)
+    across = np.array([-along[1], along[0]])
+    sine = min(rng.uniform(*_SMALL_AD) / np.linalg.norm(g), 1.0)
+    return np.sqrt(1.0 - sine**2) * across + sine * along
+
+
+def _ad_below_the_floor(i, theta, d) -> bool:
+    ad = float(np.dot(ball_grad(jnp.asarray(theta), _BALL_SWEEPS[i][0]), d / np.linalg.norm(d)))
+    return i != 0 or _SMALL_AD[0] / 2 <= abs(ad) <= 2 * _SMALL_AD[1]
+
+
 def _ball_sweep_cases():
     cases = []
-    points = _ball_points(408_201, len(_BALL_SWEEPS), _sweep_is_truncation_dominated)
+    points = _ball_points(
+        408_201,
+        len(_BALL_SWEEPS),
+        lambda i, theta, d: _ad_below_the_floor(i, theta, d) and _sweep_is_truncation_dominated(i, theta, d),
+        aim=_aim_below_the_floor,
+    )
     for (theta, d), (beta, eps) in zip(points, _BALL_SWEEPS):
         cases.append({"theta": theta, "direction": d, "beta": beta, "eps_list": np.array(eps)})
     return cases
