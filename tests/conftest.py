@@ -13,6 +13,9 @@ or opens a browser must say so at module level, and two checks hold that:
   build or a browser from a test whose module is not marked for it, so whatever the collection rule cannot
   see still fails ``make test`` with the fix in the message instead of landing in the fast tier.
 
+Every test module has a row in tests/MAP.md saying what it proves and what it leaves to another module;
+collection fails while a module is missing there or the map names a module that no longer exists.
+
 ``released_course`` releases each nbgrader section once per test run (shared by the xdist workers, like
 the book) and hands each test its own copy: ``generate_assignment`` costs about 10 s a call, and a dozen
 modules grade a released s04_1, s04_2 or s04_6.
@@ -27,6 +30,7 @@ the fixture at an existing ``_build/html`` instead of building (make test never 
 import ast
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,6 +90,13 @@ def pytest_collection_modifyitems(config, items):
             problems.append(f"{path.name}: add pytestmark = [{', '.join(f'pytest.mark.{t}' for t in sorted(needed))}]")
     if problems:
         raise pytest.UsageError("test modules not marked for what they start:\n  " + "\n  ".join(problems))
+    on_the_map = set(re.findall(r"\btest_\w+", (ROOT / "tests" / "MAP.md").read_text(encoding="utf-8")))
+    unmapped = sorted(path.stem for path in modules if path.stem not in on_the_map)
+    stale = sorted(name for name in on_the_map if not (ROOT / "tests" / f"{name}.py").is_file())
+    if unmapped or stale:
+        raise pytest.UsageError(
+            f"tests/MAP.md is out of date: add a row for {unmapped}, remove the rows of {stale} (no such module)"
+        )
     # the longest single tests start first: collected in file order they came last, and one worker idled
     # while the other finished them (longest first is the classic rule for two machines)
     items.sort(key=lambda item: item.path.name not in LONG_FIRST)
@@ -128,6 +139,19 @@ def _run_root(tmp_path_factory) -> Path:
     """A folder shared by all xdist workers of this test run."""
     root = tmp_path_factory.getbasetemp()
     return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_compilation_cache(tmp_path_factory):
+    """One JAX compilation cache for the test processes of this run (the xdist workers share it).
+
+    The same programs compile in many tests (a check's reference in the regeneration, the other-salt draws, the
+    witnesses, the public checks); each process compiled each again, and compiling was most of their CPU time.
+    A cached program computes what a fresh compilation does. Set in this process's JAX config, not in the
+    environment: grading kernels, the book's pages and the spread's subprocesses compile as they always do
+    (the kernel launcher also strips JAX's cache variables). A new folder per run, so no run reads another's."""
+    jax.config.update("jax_compilation_cache_dir", str(_run_root(tmp_path_factory) / "jax-compilation-cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # most programs here compile in < 1 s
 
 
 @pytest.fixture(scope="session")
