@@ -40,7 +40,9 @@ import weakref
 import numpy as np
 
 NO_CALLS = -1
-DISAGREE_CODE, AGREE_CODE = 1.0, 2.0
+#: what a disagreement flag is graded as: integer codes, compared by equality (kind "integer"), and never 0, so an
+#: answer of all False is not mistaken for an all-zero (cut-graph) result
+DISAGREE_CODE, AGREE_CODE = 1, 2
 
 
 class Counter:
