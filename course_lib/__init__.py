@@ -84,7 +84,6 @@ from course_lib.estimators import (
 from course_lib.health import TrainingHealth, contact_summary, first_nonfinite_record, health_record, stack_records
 from course_lib.implicit import solve_implicit
 from course_lib.integrators import (
-    INTEGRATOR_ORDER,
     INTEGRATORS,
     explicit_euler,
     explicit_midpoint,

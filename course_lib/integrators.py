@@ -3,13 +3,13 @@ r"""Fixed-step integrators: ``integrator(f, h, ...) -> step(x, u, p) -> x_next``
 The discrete map :math:`F_h` an integrator builds is what a differentiable
 simulator differentiates (S04.2.1): the same ``f`` gives different Jacobians
 :math:`A_k, B_k` under different integrators (S04.3). All integrators share one
-signature and live in :data:`INTEGRATORS`; :func:`make_integrator` looks one up by
-name. The input ``u`` is held constant over the step (zero-order hold).
+signature and live in :data:`INTEGRATORS`, each entry with its facts (order, implicit, needs ``x = (q, v)``);
+:func:`make_integrator` looks one up by name. The input ``u`` is held constant over the step (zero-order hold).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax.numpy as jnp
 
@@ -134,23 +134,26 @@ def implicit_midpoint(f: Dynamics, h: ScalarLike, newton_iterations: int = DEFAU
     return _implicit_step(f, h, residual, newton_iterations)
 
 
-INTEGRATORS = {
-    "explicit_euler": explicit_euler,
-    "semi_implicit_euler": semi_implicit_euler,
-    "explicit_midpoint": explicit_midpoint,
-    "rk4": rk4,
-    "implicit_euler": implicit_euler,
-    "implicit_midpoint": implicit_midpoint,
-}
+class Integrator(NamedTuple):
+    """One entry of :data:`INTEGRATORS`: the integrator itself, called as ``entry(f, h, **options)``, and the
+    facts about it that callers would otherwise encode in its name."""
 
-#: Global order of accuracy of each integrator (checked by the convergence tests).
-INTEGRATOR_ORDER = {
-    "explicit_euler": 1,
-    "semi_implicit_euler": 1,
-    "explicit_midpoint": 2,
-    "rk4": 4,
-    "implicit_euler": 1,
-    "implicit_midpoint": 2,
+    build: Callable[..., Step]
+    order: int  #: global order of accuracy (checked by the convergence tests)
+    implicit: bool  #: solves for :math:`x_{k+1}` with Newton, so it takes ``newton_iterations``
+    mechanical: bool  #: needs a mechanical state :math:`x = (q, v)`
+
+    def __call__(self, f: Dynamics, h: ScalarLike, **options: Any) -> Step:
+        return self.build(f, h, **options)
+
+
+INTEGRATORS = {
+    "explicit_euler": Integrator(explicit_euler, order=1, implicit=False, mechanical=False),
+    "semi_implicit_euler": Integrator(semi_implicit_euler, order=1, implicit=False, mechanical=True),
+    "explicit_midpoint": Integrator(explicit_midpoint, order=2, implicit=False, mechanical=False),
+    "rk4": Integrator(rk4, order=4, implicit=False, mechanical=False),
+    "implicit_euler": Integrator(implicit_euler, order=1, implicit=True, mechanical=False),
+    "implicit_midpoint": Integrator(implicit_midpoint, order=2, implicit=True, mechanical=False),
 }
 
 
