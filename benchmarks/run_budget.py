@@ -148,7 +148,7 @@ def main() -> None:
         return
 
     from autograder.authoring.sources import source_notebooks
-    from autograder.confine.limits import DEFAULT_LIMITS as L
+    from autograder.confine.limits import Limits as L
 
     notebooks = [md for md in source_notebooks(sections=args.sections or None) if running_cells(md.stem)]
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")

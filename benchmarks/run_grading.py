@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.confine.kernel import confined_kernel  # noqa: E402
-from autograder.confine.limits import DEFAULT_LIMITS  # noqa: E402
+from autograder.confine.limits import Limits  # noqa: E402
 from autograder.ops.nbgrader_run import nbgrader  # noqa: E402
 from autograder.authoring.reference import SECTIONS  # noqa: E402
 from autograder.ops.selftest import solution_sources, make_submission, scratch_course  # noqa: E402
@@ -94,7 +94,7 @@ def profile_notebook(path: Path, confined: bool = False) -> dict:
     nb.cells.append(nbformat.v4.new_code_cell(REPORT))
     # nbgrader sets NBGRADER_EXECUTION while autograding; notebooks skip student-only experiments on it
     env = {**os.environ, "NBGRADER_EXECUTION": "autograde"}
-    with confined_kernel(path.stem, DEFAULT_LIMITS) if confined else nullcontext(None) as km:
+    with confined_kernel(path.stem, Limits()) if confined else nullcontext(None) as km:
         client = NotebookClient(
             nb,
             km=km,

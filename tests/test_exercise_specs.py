@@ -201,11 +201,11 @@ def test_points_stated_in_the_text_are_the_points_awarded(md):
 
 
 def test_the_time_limits_students_read_are_the_ones_grading_applies():
-    from autograder.confine.limits import DEFAULT_LIMITS
+    from autograder.confine.limits import Limits
 
     config = (sources.COURSE_DIR / "nbgrader_config.py").read_text(encoding="utf-8")
     cell_timeout = int(re.search(r"c\.Execute\.timeout = (\d+)", config).group(1))
-    stated = f"每个单元 {cell_timeout} 秒，一个笔记本的所有单元合计 {DEFAULT_LIMITS.notebook_budget_s:g} 秒，同一节的所有笔记本合计 {DEFAULT_LIMITS.submission_budget_s:g} 秒"
+    stated = f"每个单元 {cell_timeout} 秒，一个笔记本的所有单元合计 {Limits.notebook_budget_s:g} 秒，同一节的所有笔记本合计 {Limits.submission_budget_s:g} 秒"
     with_public_cell = [
         md for md in sources.source_notebooks() if "public_checks_intro" in md.read_text(encoding="utf-8")
     ]
@@ -214,6 +214,6 @@ def test_the_time_limits_students_read_are_the_ones_grading_applies():
         assert stated in md.read_text(encoding="utf-8"), md.stem
     index = (sources.COURSE_DIR.parent / "book" / "index.md").read_text(encoding="utf-8")
     assert (
-        f"每个单元 {cell_timeout} 秒，一个笔记本合计 {DEFAULT_LIMITS.notebook_budget_s:g} 秒，"
-        f"同一份作业的所有笔记本合计 {DEFAULT_LIMITS.submission_budget_s:g} 秒" in index
+        f"每个单元 {cell_timeout} 秒，一个笔记本合计 {Limits.notebook_budget_s:g} 秒，"
+        f"同一份作业的所有笔记本合计 {Limits.submission_budget_s:g} 秒" in index
     )

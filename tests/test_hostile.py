@@ -27,7 +27,7 @@ from autograder.confine import isolation
 from autograder.confine import landlock as sandbox
 from autograder.confine.compile_cache import default_root, seal, verified_entries
 from autograder.confine.execute import SKIP_TAG
-from autograder.confine.limits import DEFAULT_LIMITS
+from autograder.confine.limits import Limits
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.selftest import make_submission, solution_sources
@@ -411,7 +411,7 @@ def test_hostile_submission_is_stopped_scored_and_explained(graded, entry, stude
             assert f"BLOCKED {label}" in text, text[-2000:]
     if student == "fork-bomb":
         forks = int(re.search(r"FORKS STOPPED (\d+)", text).group(1))
-        assert forks <= DEFAULT_LIMITS.max_processes, forks
+        assert forks <= Limits.max_processes, forks
     if student == "script-in-output":  # what formgrader shows the instructor is inert; the harmless table stays
         # code sources are shown as text (and this cell's source holds the attack's own string): outputs only
         raw = json.dumps([c.get("outputs", []) for c in nb.cells], ensure_ascii=False)

@@ -11,12 +11,12 @@ import pytest
 
 from autograder.confine import launcher
 from autograder.confine.kernel import launcher_argv
-from autograder.confine.limits import DEFAULT_LIMITS, Limits
+from autograder.confine.limits import Limits
 
-ODD = dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=60, max_processes=64, notebook_budget_s=30, sandbox=False)
+ODD = dataclasses.replace(Limits(), cpu_seconds=60, max_processes=64, notebook_budget_s=30, sandbox=False)
 
 
-@pytest.mark.parametrize("limits", [DEFAULT_LIMITS, ODD, dataclasses.replace(ODD, sandbox=True)])
+@pytest.mark.parametrize("limits", [Limits(), ODD, dataclasses.replace(ODD, sandbox=True)])
 def test_the_launcher_reads_back_what_the_grader_wrote(tmp_path, limits):
     argv = launcher_argv(tmp_path, 1_900_000_001, "s04_1_ex1", limits, compile_cache=tmp_path / "cache")
     assert argv[1:3] == ["-m", "autograder.confine.launcher"]
@@ -34,7 +34,7 @@ def test_the_launcher_reads_back_what_the_grader_wrote(tmp_path, limits):
 
 
 def _with(**changes) -> str:
-    values = {**dataclasses.asdict(DEFAULT_LIMITS), **changes}
+    values = {**dataclasses.asdict(Limits()), **changes}
     return json.dumps({k: v for k, v in values.items() if v is not ...})
 
 
@@ -65,3 +65,13 @@ def test_the_launcher_refuses_to_start_without_limits(capsys):
     with pytest.raises(SystemExit):
         launcher.parse(["--scratch", "/tmp", "-f", "/tmp/connection.json"])
     assert "--limits" in capsys.readouterr().err
+
+
+def test_the_sandbox_switch_is_read_when_limits_are_made_not_at_import(monkeypatch):
+    # a long-lived process (a class run, a formgrader server) follows the environment it has now
+    monkeypatch.setenv("S04_GRADING_SANDBOX", "off")
+    assert Limits().sandbox is False
+    monkeypatch.setenv("S04_GRADING_SANDBOX", "on")
+    assert Limits().sandbox is True
+    monkeypatch.delenv("S04_GRADING_SANDBOX")
+    assert Limits().sandbox is True

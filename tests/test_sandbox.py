@@ -5,7 +5,6 @@ it must not read the reference data or solutions, not write anywhere but its scr
 (the gradebook, other students' folders, /tmp) and not signal the grader.
 """
 
-import dataclasses
 import json
 import os
 import socket
@@ -160,7 +159,7 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with
     # the launcher's confinement, without ipykernel: its own user, no root, no network, nothing left behind;
     # without the seccomp step (the control) the kernel's user can reach a local service's Unix socket
     from autograder.confine import isolation, launcher, reaper
-    from autograder.confine.limits import DEFAULT_LIMITS
+    from autograder.confine.limits import Limits
 
     service = tmp_path / "service" / "service.sock"  # like /run/munge/munge.socket.2: any user may connect
     service.parent.mkdir()
@@ -182,7 +181,7 @@ def test_root_grading_kernel_runs_as_its_own_user_without_network(tmp_path, with
         "--uid",
         str(uid),
         "--limits",
-        dataclasses.replace(DEFAULT_LIMITS, cpu_seconds=60, max_processes=64, sandbox=True).to_json(),
+        Limits(cpu_seconds=60, max_processes=64, sandbox=True).to_json(),
         "-f",
         str(connection),
     ]

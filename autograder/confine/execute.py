@@ -53,7 +53,7 @@ from traitlets import Bool, Float, Unicode
 
 from autograder.confine.compile_cache import ENTRIES, MANIFEST, verified_entries
 from autograder.confine.kernel import confined_kernel
-from autograder.confine.limits import DEFAULT_LIMITS
+from autograder.confine.limits import Limits
 
 
 @dataclass
@@ -135,12 +135,9 @@ def _cell_name(cell, index: int) -> str:
 class SafeExecute(Execute):
     """``Execute`` in the confined kernel, with time budgets, turning a dead kernel into per-cell errors."""
 
-    limits = DEFAULT_LIMITS
-    notebook_budget_s = Float(DEFAULT_LIMITS.notebook_budget_s, help="Seconds for all cells of one notebook.").tag(
-        config=True
-    )
+    notebook_budget_s = Float(Limits.notebook_budget_s, help="Seconds for all cells of one notebook.").tag(config=True)
     submission_budget_s = Float(
-        DEFAULT_LIMITS.submission_budget_s, help="Seconds for all notebooks of one student's assignment."
+        Limits.submission_budget_s, help="Seconds for all notebooks of one student's assignment."
     ).tag(config=True)
     compile_cache = Unicode(
         "",
@@ -182,7 +179,7 @@ class SafeExecute(Execute):
         exercise = (resources.get("metadata") or {}).get("name", "")
         try:
             cache = self._verified_cache()
-            with confined_kernel(exercise, self.limits, cache, fork=self.fork_kernels, log=self.log) as confined:
+            with confined_kernel(exercise, Limits(), cache, fork=self.fork_kernels, log=self.log) as confined:
                 try:
                     return super().preprocess(nb, resources, confined)
                 finally:  # nbclient leaves a kernel it did not create running; confined_kernel ends it

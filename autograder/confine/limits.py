@@ -24,6 +24,13 @@ from dataclasses import dataclass
 
 from autograder.confine import landlock
 
+
+def sandbox_wanted() -> bool:
+    """Whether grading confines its kernels: read from ``S04_GRADING_SANDBOX`` each time limits are made, so a
+    long-lived process (a class run, a formgrader server) follows the variable it is given, not its import."""
+    return os.environ.get("S04_GRADING_SANDBOX", "on") != "off"
+
+
 SANDBOX_OFF_WARNING = "警告：S04_GRADING_SANDBOX=off，评分内核没有沙箱，学生代码可以读取参考数据：这次评分不防作弊。"
 
 
@@ -38,7 +45,7 @@ class Limits:
     notebook_budget_s: float = 150.0  # all cells of one notebook
     submission_budget_s: float = 360.0  # all notebooks of one student's section, in one nbgrader run
     submission_timeout_s: float = 900.0  # the class run's backstop: it kills that student's nbgrader
-    sandbox: bool = os.environ.get("S04_GRADING_SANDBOX", "on") != "off"
+    sandbox: bool = dataclasses.field(default_factory=sandbox_wanted)
 
     def to_json(self) -> str:
         """Every field, as the launcher's ``--limits`` argument (:meth:`from_json` reads it back)."""
@@ -66,11 +73,10 @@ class Limits:
         return cls(**values)
 
 
-DEFAULT_LIMITS = Limits()
-
-
-def require_sandbox(limits: Limits = DEFAULT_LIMITS) -> None:
-    """Refuse to grade when the sandbox is on but this Linux kernel cannot provide it."""
+def require_sandbox(limits: Limits | None = None) -> None:
+    """Refuse to grade when the sandbox is on (``limits``, else the environment's) but this Linux kernel cannot
+    provide it."""
+    limits = limits or Limits()
     if limits.sandbox and landlock.abi_version() < 1:
         raise RuntimeError(
             "this Linux kernel has no Landlock, so grading kernels cannot be sandboxed and student "

@@ -32,7 +32,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from autograder.ops import audit
-from autograder.confine.limits import DEFAULT_LIMITS, SANDBOX_OFF_WARNING, Limits, require_sandbox
+from autograder.confine.limits import SANDBOX_OFF_WARNING, Limits, require_sandbox, sandbox_wanted
 from autograder.ops.executors import DaskExecutor, Executor, ThreadExecutor
 from autograder.ops.ledger import Job, JobResult, Ledger, read_ledger  # noqa: F401 (JobResult, read_ledger: API)
 from autograder.ops.submission_files import fingerprint, precheck, shown, submission_problem  # noqa: F401 (API)
@@ -132,7 +132,7 @@ def grade_class(
     workers: int = 1,
     students=None,
     force: bool = False,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits | None = None,
     extra_args=(),
     progress: bool = True,
     scheduler: str | None = None,
@@ -145,6 +145,7 @@ def grade_class(
     Dask retries a job whose worker died; this process remains the one writer of the ledger.
     """
     course = Path(course_dir)
+    limits = limits or Limits()  # the sandbox switch as the environment says now
     ledger = Ledger(course, sections, students, force)
     regraded = {job.section for job in ledger.pending if ledger.previous[job]}
     before = {section: audit.cell_scores(course, section) for section in regraded}  # scores a regrade may change
@@ -225,6 +226,6 @@ def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
         f"共 {len(results)} 份提交：评分 {sum(r.status == 'graded' for r in results)}，"
         f"沿用之前的结果 {sum(r.status == 'skipped' for r in results)}，失败 {len(failed)}。"
     )
-    if not DEFAULT_LIMITS.sandbox:
+    if not sandbox_wanted():
         lines.append(SANDBOX_OFF_WARNING)
     return lines
