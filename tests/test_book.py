@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
+import jupytext
 import nbformat
 import pytest
 
@@ -373,9 +374,8 @@ def test_the_page_twins_show_the_numbers_the_built_pages_show(built_book):
     build = built_book.parent
     checked = 0
     for page in student_pages():
-        prose = re_.sub(
-            r"^```\{code-cell\}.*?^```", "", (ROOT / f"{page}.md").read_text(encoding="utf-8"), flags=re_.M | re_.S
-        )
+        # the markdown cells, as the twin is made of them (jupytext reads the page as the edition does)
+        prose = "\n".join(c.source for c in jupytext.read(ROOT / f"{page}.md").cells if c.cell_type == "markdown")
         values = glued_values(build, page)
         twin = [format_glued(values[m.group(1).strip()], m.group(2) or "") for m in GLUE.finditer(prose)]
         shown = re_.findall(
