@@ -436,8 +436,11 @@ def _aim_below_the_floor(i, theta, rng):
 
 
 def _ad_below_the_floor(i, theta, d) -> bool:
-    ad = float(np.dot(ball_grad(jnp.asarray(theta), _BALL_SWEEPS[i][0]), d / np.linalg.norm(d)))
-    return i != 0 or _SMALL_AD[0] / 2 <= abs(ad) <= 2 * _SMALL_AD[1]
+    """The first sweep's |AD| stays below the floor once its direction is rounded (the other sweeps: any)."""
+    if i != 0:
+        return True
+    ad = float(np.dot(ball_grad(jnp.asarray(theta), _BALL_SWEEPS[0][0]), d / np.linalg.norm(d)))
+    return _SMALL_AD[0] / 2 <= abs(ad) <= 2 * _SMALL_AD[1]
 
 
 def _ball_sweep_cases():
