@@ -4,6 +4,7 @@ What a reader sees in a browser is tested in tests/test_browser.py; the checks h
 built files directly.
 """
 
+import ast
 import json
 import re
 from html.parser import HTMLParser
@@ -178,13 +179,41 @@ def test_api_page_renders_every_public_function(built_book):
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])|(?<![\w.])\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])")
 
 
+_CLOCKS = ("perf_counter", "timeit", "time.time(", "monotonic")
+WALL_CLOCK_TAG = "wall-clock"
+
+
+def _reads_a_clock(cell) -> bool:
+    return any(clock in cell.get("source", "") for clock in _CLOCKS)
+
+
+def _untagged_timing_calls(nb) -> list[str]:
+    """Cells that call a function a clock-reading cell defines (S04.6's paired_medians) without the
+    `wall-clock` tag: their output is a timing, so the tag must say so."""
+    timers, missing = set(), []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # an IPython magic
+            continue
+        if _reads_a_clock(cell):
+            timers |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        elif WALL_CLOCK_TAG not in cell.metadata.get("tags", []):
+            called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            missing += [f"{cell.source.splitlines()[0]!r} calls {name}" for name in sorted(called & timers)]
+    return missing
+
+
 def _printed_numbers(nb) -> set[str]:
-    """Numbers the page's cells print, less those of cells that time something: a wall-clock measurement
-    differs on every build, so a number typed in the prose would match it by chance only (a timed exponent
-    printed 0.95 once, beside the prose's TD(λ = 0.95) of the SHAC paper)."""
+    """Numbers the page's cells print, less those of cells that can print a wall-clock time: the cells
+    that read a clock and those tagged `wall-clock` (a time measured in one cell and printed by a later
+    one). A timing differs on every build, so a number typed in the prose would match it by chance only
+    (timed exponents printed 0.95 twice, beside the prose's TD(λ = 0.95) of the SHAC paper)."""
     text = []
     for cell in nb.cells:
-        if "perf_counter" in cell.get("source", ""):
+        if _reads_a_clock(cell) or WALL_CLOCK_TAG in cell.get("metadata", {}).get("tags", []):
             continue
         for out in cell.get("outputs", []):
             if out.output_type == "stream":
@@ -192,6 +221,16 @@ def _printed_numbers(nb) -> set[str]:
             elif out.output_type in ("execute_result", "display_data"):
                 text.append(out.get("data", {}).get("text/plain", ""))
     return set(_NUMBER.findall("\n".join(text)))
+
+
+def test_cells_that_print_a_timing_say_so(built_book):
+    """The prose-number check below leaves out timings by the `wall-clock` tag; a cell that times through
+    a helper of an earlier cell must carry it, or a timing that happens to round to a typed number fails
+    the build at random."""
+    missing = []
+    for executed in sorted((built_book / "_sources" / "book").glob("*.ipynb")):
+        missing += [f"{executed.stem}: {m}" for m in _untagged_timing_calls(nbformat.read(executed, as_version=4))]
+    assert not missing, f"tag these cells `{WALL_CLOCK_TAG}`:\n" + "\n".join(missing)
 
 
 def _rounds_to(printed: str, quoted: str) -> bool:
