@@ -26,6 +26,10 @@ comparison never meets an all-zero (all-agree) result it would misdiagnose.
 notebook's own ``pendulum_map``, hands the student an :class:`Opaque` stand-in of it (evaluable, not
 differentiable by JAX, so ``jax.jacfwd(f)`` cannot skip the passes) and returns the student's result with
 the forward and reverse passes it made.
+``by_hand`` (s04_2_ex1, s04_6_ex1, s04_7_ex1) grades a derivative the exercise asks to be worked out by hand:
+while the student's function runs, calling one of JAX's differentiation transforms (``jax.jacfwd(f)``,
+``jax.grad``, or ``cl.linearize``, which calls one) raises :class:`AutodiffNotAllowed` at that line, so the
+shortcut scores nothing instead of the concept's points.
 ``watch_checkpoints`` (s04_7_ex4) returns the student's checkpointed value and gradient with how the
 schedule ran: the ``segment_backward`` calls made from the true checkpoints in reverse order, whether
 ``step`` ran at most 3N times, and whether the states held at once stayed within the checkpointing bound.
@@ -34,7 +38,11 @@ schedule ran: the ``segment_backward`` calls made from the true checkpoints in r
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import math
+import os
+import sys
 import weakref
 
 import numpy as np
@@ -163,6 +171,65 @@ class Opaque:
                 "whose calls are counted"
             ) from None
         return np.asarray(self._fn(point))
+
+
+#: JAX's differentiation transforms a by-hand answer may not call (``linear_transpose`` is left out: jnp.linalg.solve
+#: and jnp.linalg.inv call it on plain values)
+AUTODIFF = ("grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize")
+
+
+class AutodiffNotAllowed(TypeError):
+    """A function graded :func:`by_hand` called one of JAX's differentiation transforms; ``line`` is the student's
+    line that made the call (a ``course_lib`` helper in between is skipped)."""
+
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def by_hand(student_fn):
+    """Wrap a student function whose derivative the exercise asks to be worked out by hand (a closed form, an own
+    recursion): while it runs, a call of a transform of :data:`AUTODIFF` made by the student's code or by
+    ``course_lib`` (``cl.linearize``) raises :class:`AutodiffNotAllowed`. JAX's calls of its own transforms
+    (``jax.hessian`` calling ``jax.jacfwd``, a linear solve) are not the student's and pass.
+
+    The watch is a profile function of this thread for the duration of one call (the previous one is put back):
+    it finds the transforms under any name (``from jax import jacfwd``, ``import jax as J``)."""
+    import jax
+
+    entries = {inspect.unwrap(getattr(jax, name)).__code__: name for name in AUTODIFF}
+    jax_dir = os.path.dirname(jax.__file__) + os.sep
+    boundary = os.path.join(jax_dir, "_src", "traceback_util.py")
+    name = getattr(student_fn, "__name__", "this function")
+
+    def watch(frame, event, arg):
+        if event != "call" or frame.f_code not in entries:
+            return
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename == boundary:  # jax's API wrapper of the transform
+            caller = caller.f_back
+        if caller is None or caller.f_code.co_filename.startswith(jax_dir):
+            return
+        helper = ""
+        while caller.f_back is not None and "course_lib" in caller.f_code.co_filename.split(os.sep):
+            helper = helper or f" (through course_lib's {caller.f_code.co_name})"
+            caller = caller.f_back
+        raise AutodiffNotAllowed(
+            f"{name} called jax.{entries[frame.f_code]}{helper}: this exercise asks for the derivative worked out by "
+            "hand, so JAX's differentiation transforms are not available while it is graded",
+            caller.f_lineno,
+        )
+
+    @functools.wraps(student_fn)
+    def graded(*args):
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            return student_fn(*args)
+        finally:
+            sys.setprofile(previous)
+
+    return graded
 
 
 def count_passes(student_fn, make_map, forward_pass, reverse_pass):

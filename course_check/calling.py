@@ -12,12 +12,15 @@ and in a student's own Jupyter.
 from __future__ import annotations
 
 import inspect
+import os
 import traceback
 import warnings
 
 import numpy as np
 
 from course_check.protocol import encode
+
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _from_json(value):
@@ -54,7 +57,9 @@ def run_case(fn, params: list[str], raw_inputs: dict) -> dict:
     """Call ``fn`` on one case and return the record of what happened (see :mod:`course_check.protocol`).
 
     Statuses: ``ok`` (with the encoded value), ``not_implemented``, ``arguments`` (the function does
-    not take the template's arguments), ``error`` (anything else the student's code raised).
+    not take the template's arguments), ``by_hand`` (it called a JAX differentiation transform where the
+    exercise asks for the derivative by hand: :func:`course_check.adapters.by_hand`), ``error`` (anything
+    else the student's code raised).
     """
     args = arguments(params, raw_inputs)
     mismatch = _arguments_fit(fn, len(args))
@@ -68,11 +73,13 @@ def run_case(fn, params: list[str], raw_inputs: dict) -> dict:
     except NotImplementedError:
         return {"status": "not_implemented"}
     except Exception as exc:  # the student's code failed: record it, the verdict reports it
-        frames = traceback.extract_tb(exc.__traceback__)
+        # the line is the innermost one outside this package, or the student's line an adapter's refusal names
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_HERE)]
+        line = getattr(exc, "line", None)
         return {
-            "status": "error",
+            "status": "by_hand" if type(exc).__name__ == "AutodiffNotAllowed" else "error",
             "error": f"{type(exc).__name__}: {exc}"[:500],
-            "line": frames[-1].lineno if frames else 0,
+            "line": line if isinstance(line, int) else frames[-1].lineno if frames else 0,
         }
     return {"status": "ok", "value": encode(value)}
 

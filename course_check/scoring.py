@@ -20,6 +20,8 @@ Expected values are never printed.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from course_check.compare import compare
@@ -32,6 +34,7 @@ CALL_RULES = {
     "not_implemented": "not implemented (NotImplementedError)",
     "arguments": "arguments differ from the template",
     "error": "raised an error",
+    "by_hand": "called a JAX differentiation transform where the derivative is asked by hand",
     "outputs": "wrong number of returned values",
 }
 
@@ -71,6 +74,13 @@ def _call_problem(name: str, spec: dict, result) -> str | None:
         )
     if status == "error":
         return f"：调用 `{name}` 时出错：{str(result.get('error'))[:300]}（第 {result.get('line')} 行）。"
+    if status == "by_hand":
+        called = re.search(r"called (jax\.\w+)(?: \(through course_lib's (\w+)\))?", str(result.get("error")))
+        what = "" if called is None else f"（`{called[1]}`{f'，经由 `cl.{called[2]}`' if called[2] else ''}）"
+        return (
+            f"：`{name}` 在第 {result.get('line')} 行用了 JAX 的自动微分{what}。这道题考的是亲手推出导数："
+            "评分时 jax.grad、jax.jacfwd、jax.jacrev 以及内部调用它们的 `cl.linearize` 等都不能用，请写出闭式表达式或自己的递推。"
+        )
     raise MalformedRecord("unknown status")
 
 

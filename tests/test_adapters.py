@@ -250,3 +250,79 @@ def test_a_solve_stopped_before_convergence_fails_the_complementarity_it_was_tol
     assert int(complementarity(lambda W, w0: np.linalg.solve(W, -w0))(W, w0)[1]) == 1
     assert int(complementarity(lambda W, w0: pgs(W, w0, 30))(W, w0)[1]) == 0
     assert int(complementarity(lambda W, w0: "no array")(W, w0)[1]) == 0
+
+
+# --- s04_2_ex1, s04_6_ex1, s04_7_ex1: derivatives asked by hand ----------------------------------------------
+
+BY_HAND_SETUP = """
+def f(x):
+    return jnp.stack([x[0] * x[1], jnp.sin(x[0])])
+"""
+HAND_DERIVED = """
+def jacobian(x):
+    x1, x2 = float(x[0]), float(x[1])
+    return np.array([[x2, x1], [np.cos(x1), 0.0]])
+"""
+#: each way to let JAX differentiate, and the transform the feedback must name
+AUTODIFF_ANSWERS = {  # the line the feedback must point at ends in "# here"
+    "jax.jacfwd": "def jacobian(x):\n    return jax.jacfwd(f)(jnp.asarray(x))  # here\n",
+    "jax.jacrev": "from jax import jacrev as J\ndef jacobian(x):\n    return J(f)(jnp.asarray(x))  # here\n",
+    "jax.jacobian": "def jacobian(x):\n    import jax as J2\n    return J2.jacobian(f)(jnp.asarray(x))  # here\n",
+    "jax.grad": "def jacobian(x):\n    g = jax.jit(jax.grad(lambda z: f(z)[0]))  # here\n    return jnp.stack([g(jnp.asarray(x)), jnp.zeros(2)])\n",
+    "jax.hessian": "def jacobian(x):\n    return jax.hessian(lambda z: f(z).sum())(jnp.asarray(x))  # here\n",
+    "jax.vjp": "def jacobian(x):\n    _, pull = jax.vjp(f, jnp.asarray(x))  # here\n    return jnp.stack([pull(e)[0] for e in jnp.eye(2)])\n",
+    "cl.linearize": "def jacobian(x):\n    lin = cl.linearize(lambda x, u, p: f(x), jnp.asarray(x), jnp.zeros(1), None)  # here\n    return lin.A\n",
+}
+
+
+def test_a_hand_derived_jacobian_passes_by_hand_and_the_watch_is_removed_after_the_call():
+    import sys
+
+    from course_check.adapters import by_hand
+    from course_check.calling import run_case
+
+    ns = notebook(BY_HAND_SETUP + HAND_DERIVED)
+    profile = lambda frame, event, arg: None  # noqa: E731 - a profiler the student had set stays set
+    sys.setprofile(profile)
+    try:
+        record = run_case(by_hand(ns["jacobian"]), ["x"], {"x": [0.5, -1.5]})
+        assert sys.getprofile() is profile
+    finally:
+        sys.setprofile(None)
+    assert record["status"] == "ok"
+    # the template's arity is still read through the wrapper
+    assert run_case(by_hand(ns["jacobian"]), ["x", "eps"], {"x": [0.5, -1.5], "eps": 0.1})["status"] == "arguments"
+
+
+@pytest.mark.parametrize("transform", sorted(AUTODIFF_ANSWERS))
+def test_every_way_to_let_jax_differentiate_is_refused_at_the_students_line(transform):
+    from course_check.adapters import by_hand
+    from course_check.calling import run_case
+    from course_check.scoring import _call_problem
+
+    source = BY_HAND_SETUP + AUTODIFF_ANSWERS[transform]
+    ns = notebook(source, cl=cl)
+    assert run_case(ns["jacobian"], ["x"], {"x": [0.5, -1.5]})["status"] == "ok"  # a working shortcut unguarded
+    record = run_case(by_hand(ns["jacobian"]), ["x"], {"x": [0.5, -1.5]})
+    assert record["status"] == "by_hand", record
+    assert textwrap.dedent(source).splitlines()[record["line"] - 1].endswith("# here"), record
+    message = _call_problem("jacobian", {}, record)
+    named = "`jax.jacrev`，经由 `cl.linearize`" if transform == "cl.linearize" else f"`{transform}`"
+    assert named in message and "亲手推出导数" in message, message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return np.asarray(jnp.linalg.solve(jnp.eye(2) * 2.0, jnp.asarray(x)))",  # JAX's own linear_transpose
+        "return np.asarray(jnp.linalg.inv(jnp.diag(jnp.asarray(x))))",
+        "return np.asarray(jax.lax.scan(lambda c, a: (c + a, c), 0.0, jnp.asarray(x))[1])",
+        "return np.asarray(jax.jit(jax.vmap(jnp.sin))(jnp.asarray(x)))",
+    ],
+)
+def test_plain_jax_computations_are_not_mistaken_for_differentiation(body):
+    from course_check.adapters import by_hand
+    from course_check.calling import run_case
+
+    ns = notebook(f"def fn(x):\n    {body}\n")
+    assert run_case(by_hand(ns["fn"]), ["x"], {"x": [0.5, -1.5]})["status"] == "ok"

@@ -19,7 +19,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, drawing_key
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -434,6 +434,27 @@ EXERCISES = (
                         ("B = np.array([[0.0], [dt]]", "B = np.array([[0.0, dt]]"),
                     ],
                 },
+            ),
+        ),
+        shortcuts=(
+            # A and B from course_lib's AD linearisation of the two steps instead of derived: every point is lost
+            # (course_check.adapters.by_hand refuses the transform cl.linearize calls)
+            Shortcut(
+                "亲手推出导数",
+                edits={
+                    cell: [
+                        (
+                            "    A = np.array([[1.0, dt], [0.0, 1.0]]" + _FLOAT,
+                            f"    lin = cl.linearize(cl.{scheme}(cl.double_integrator, dt), jnp.zeros(2), jnp.zeros(1), P_DI)\n"
+                            "    return np.asarray(lin.A), np.asarray(lin.B)",
+                        )
+                    ]
+                    for cell, scheme in (
+                        ("ab_explicit_answer", "explicit_euler"),
+                        ("ab_semi_implicit_answer", "semi_implicit_euler"),
+                    )
+                },
+                loses=4.0,
             ),
         ),
     ),

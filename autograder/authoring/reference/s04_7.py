@@ -790,6 +790,33 @@ EXERCISES = (
                 },
             ),
         ),
+        shortcuts=(
+            # the recursion left to jax.grad of the linearised rollout with a perturbation w_k injected at every
+            # state (what the grader itself compares with): the recursion's points are lost
+            # (course_check.adapters.by_hand refuses the transform)
+            Shortcut(
+                "亲手推出导数",
+                edits={
+                    "adjoint_pass_answer": [
+                        (
+                            "    As, Bs, lx, lu, lN = (np.asarray(m, dtype=np.float64) for m in (As, Bs, lx, lu, lN))\n",
+                            "    As, Bs, lx, lu, lN = (jnp.asarray(m, dtype=jnp.float64) for m in (As, Bs, lx, lu, lN))\n"
+                            "    def total(ws, dus):\n"
+                            "        x, L = ws[0], 0.0\n"
+                            "        for k in range(lx.shape[0]):\n"
+                            "            L = L + lx[k] @ x + lu[k] @ dus[k]\n"
+                            "            x = As[k] @ x + Bs[k] @ dus[k] + ws[k + 1]\n"
+                            "        return L + lN @ x\n"
+                            "    ws = jnp.zeros((lx.shape[0] + 1, lN.shape[0]))\n"
+                            "    lambdas, grads = jax.grad(total, argnums=(0, 1))(ws, jnp.zeros_like(lu))\n"
+                            "    return np.asarray(lambdas), np.asarray(grads)\n",
+                        )
+                    ],
+                },
+                keep=("pendulum_adjoint_answer",),
+                loses=3.0,
+            ),
+        ),
     ),
     Exercise(
         "s04_7_ex2",
