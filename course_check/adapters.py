@@ -30,6 +30,8 @@ the forward and reverse passes it made.
 while the student's function runs, calling one of JAX's differentiation transforms (``jax.jacfwd(f)``,
 ``jax.grad``, or ``cl.linearize``, which calls one) raises :class:`AutodiffNotAllowed` at that line, so the
 shortcut scores nothing instead of the concept's points.
+``planted`` (s04_9_ex1) hands the student's ``audit`` only the step of the environment a case names (a cart-pole
+with a planted gradient bug, built by the notebook's ``cl.cart_pole_with_bug``), so the audit has to find the bug.
 ``watch_checkpoints`` (s04_7_ex4) returns the student's checkpointed value and gradient with how the
 schedule ran: the ``segment_backward`` calls made from the true checkpoints in reverse order, whether
 ``step`` ran at most 3N times, and whether the states held at once stayed within the checkpointing bound.
@@ -228,6 +230,21 @@ def by_hand(student_fn):
             return student_fn(*args)
         finally:
             sys.setprofile(previous)
+
+    return graded
+
+
+def planted(student_fn, make_env):
+    """Wrap the student's ``audit(step_fn, x, u, eps, tol)`` for grading as ``graded(bug, x, u, h, eps, tol)``:
+    ``make_env(bug, h)`` builds the case's environment and the student receives only its ``step_fn(x, u)``."""
+
+    def graded(bug, x, u, h, eps, tol):
+        env = make_env(bug, h)
+
+        def step_fn(x, u):
+            return env(x, u)
+
+        return student_fn(step_fn, x, u, eps, tol)
 
     return graded
 

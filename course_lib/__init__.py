@@ -93,6 +93,7 @@ from course_lib.integrators import (
     rk4,
     semi_implicit_euler,
 )
+from course_lib.planted_bugs import PLANTED_BUGS, cart_pole_with_bug
 from course_lib.rollout import GRADIENT_MODES, CheckpointPlan, checkpoint_plan, rollout, rollout_cost
 from course_lib.shac.critic import critic_value, fit_critic, init_mlp, lambda_returns, mlp_policy, quadratic_features
 from course_lib.shac.tasks import ShacTask, WallParams, wall_cost, wall_dynamics, wall_gap, wall_task

@@ -36,6 +36,23 @@ S049_EULER_B = (
 )
 S049_SEMI_IMPLICIT_B = "结果与半隐式欧拉一步的 B 吻合：题目规定的积分器是 RK4（设置单元里的 step）。"
 S049_FD_PERTURBED_STATE = "结果与“扰动状态 x 而不是控制 u”的差分吻合：x + eps 会把 eps 加到状态的每个分量上，算出的是对状态的方向导数；要扰动的是 u。"
+S049_AUDIT_NAN_MISSED = (
+    "一个反向梯度里有 NaN 的环境被判成了“一致”（0），应为 1。两种常见原因：没有先用 np.isfinite 检查自动微分的结果"
+    "（NaN 与任何数比较都是 False，err > tol 不成立就落进了“一致”那一支）；或者用了前向模式 jax.jacfwd——"
+    "jnp.where 在前向模式里直接挑选切向量，看不到未选中分支里的 NaN，而训练用的 jax.grad 是反向模式，审计要用 jax.jacrev。"
+)
+S049_AUDIT_NAN_AS_MISMATCH = (
+    "自动微分结果里有 NaN 的环境应判为 1，不是 3：NaN 说明反向传播里出现了 0·∞ 一类的运算（典型是 jnp.where 未选中分支里的"
+    " sqrt、log），和“数值不一致”是两种病，修法也不同。先检查 np.isfinite，再比较数值。"
+)
+S049_AUDIT_ZERO_FIRST = (
+    "自动微分和差分都为零的环境应判为一致（0）：力已经饱和、钳位两侧都平坦时，u 本来就不影响下一步。"
+    "先比较两者是否一致；只有差分不为零而自动微分处处为零，才是计算图被切断（2）。"
+)
+S049_AUDIT_NO_CUT_CODE = (
+    "自动微分处处为零而差分不为零，是计算图被切断的特征（stop_gradient，或 round、floor 这类导数处处为零的运算），"
+    "应判为 2，不是笼统的 3。"
+)
 S049_FORCE_SPRING_ONLY = "峰值法向力与只算弹簧项 k·max(0, −y) 的结果吻合：penalty 力还包括穿透时的阻尼项 c·(−v)（并截断在 0 以上），请直接用 cl.penalty_force(y, v, k, c)。"
 S049_GRAD_FINAL_ONLY = (
     "梯度范数与只取最后一步 ‖∂x_N/∂x_0‖_F 的结果吻合：题目要的是整条轨迹上 k = 0..N 的最大值（接触期间的尖峰）。"
@@ -143,6 +160,105 @@ def _b_of(integrator):
     return lambda x, u, h: np.asarray(_cp_b(jnp.asarray(x), jnp.asarray(u), h, integrator))
 
 
+#: the audit's codes (the notebook states them): AD agrees with central differences; AD is not finite; AD is
+#: zero where the differences are not (a cut graph); both finite, and they disagree
+AUDIT_AGREE, AUDIT_NONFINITE, AUDIT_CUT, AUDIT_MISMATCH = 0, 1, 2, 3
+#: the audit's tolerance on the course's relative error |a - f| / max(1, |a|, |f|)
+AUDIT_TOL = 1e-6
+
+
+@functools.cache
+def _planted_jacobian(bug, h, mode):
+    step = cl.cart_pole_with_bug(bug, h)
+    return step, jax.jit((jax.jacrev if mode == "reverse" else jax.jacfwd)(step, argnums=1))
+
+
+def _audit_parts(bug, x, u, h, eps, mode="reverse"):
+    """(AD Jacobian dx_{t+1}/du_t (4, 1), central difference (4, 1)) of the planted environment."""
+    step, jac = _planted_jacobian(bug, float(h), mode)
+    x, u = jnp.asarray(x, dtype=jnp.float64), jnp.asarray(u, dtype=jnp.float64)
+    ad = np.asarray(jac(x, u))
+    fd = ((np.asarray(step(x, u + eps)) - np.asarray(step(x, u - eps))) / (2 * eps))[:, None]
+    return ad, fd
+
+
+def _classify(ad, fd, tol, order="reference"):
+    """The audit's code; ``order`` names a catalogued way to get the branches wrong."""
+    with np.errstate(invalid="ignore"):
+        err = float(np.max(np.asarray(cl.relative_error(ad, fd))))
+    if order == "nan_unchecked":  # err > tol is False for NaN: the NaN case falls into "agree"
+        if err > tol:
+            return AUDIT_CUT if np.all(ad == 0) else AUDIT_MISMATCH
+        return AUDIT_AGREE
+    if order != "nan_as_mismatch" and not np.all(np.isfinite(ad)):
+        return AUDIT_NONFINITE
+    if order == "zero_first" and np.all(ad == 0) and np.any(np.isfinite(ad)):
+        return AUDIT_CUT
+    if err <= tol:
+        return AUDIT_AGREE
+    if order != "no_cut_code" and np.all(ad == 0):
+        return AUDIT_CUT
+    return AUDIT_MISMATCH
+
+
+def audit(bug, x, u, h, eps, tol):
+    """The audit's code for the planted environment ``bug`` (course_lib's cart_pole_with_bug) at (x, u)."""
+    return np.array(_classify(*_audit_parts(bug, x, u, h, eps), tol))
+
+
+def _audit_variant(order="reference", mode="reverse"):
+    return lambda bug, x, u, h, eps, tol: np.array(_classify(*_audit_parts(bug, x, u, h, eps, mode), tol, order))
+
+
+#: each bug's force range |u| [N] where the bug shows as the module table of course_lib.planted_bugs says
+#: (u_max = 10, dead band 2 N: saturated beyond u_max, where_sqrt inside the band, wrong_jvp away from 0)
+_AUDIT_FORCES = {
+    "none": (0.5, 8.0),
+    "saturated": (11.0, 18.0),
+    "stop_gradient": (0.5, 8.0),
+    "quantized": (0.5, 8.0),
+    "where_sqrt": (0.2, 1.6),
+    "wrong_jvp": (4.0, 9.0),
+}
+_AUDIT_EXPECTED = {
+    "none": AUDIT_AGREE,
+    "saturated": AUDIT_AGREE,
+    "stop_gradient": AUDIT_CUT,
+    "quantized": AUDIT_CUT,
+    "where_sqrt": AUDIT_NONFINITE,
+    "wrong_jvp": AUDIT_MISMATCH,
+}
+
+
+def _audit_cases():
+    """One environment per bug (public: in another order), the hidden ones with a second clean and a second NaN
+    environment; every case drawn until its code holds with a margin of 100 on the tolerance."""
+    rng = case_rng(409_103)
+    bugs = case_value(
+        ("where_sqrt", "none", "wrong_jvp", "saturated", "stop_gradient", "quantized", "none", "where_sqrt"),
+        ("none", "quantized", "saturated", "where_sqrt", "wrong_jvp", "stop_gradient"),
+    )
+    cases = []
+    for bug in bugs:
+
+        def draw(bug=bug):
+            x = np.concatenate([rng.normal(0.0, 0.5, 1), rng.uniform(-1.0, 1.0, 1), rng.normal(0.0, 1.0, 2)]).round(5)
+            low, high = _AUDIT_FORCES[bug]
+            u = (rng.choice([-1.0, 1.0]) * rng.uniform(low, high, 1)).round(4)
+            return x, u, round(float(rng.uniform(0.01, 0.05)), 4), round(float(rng.uniform(0.03, 0.06)), 4)
+
+        def clear(case, bug=bug):  # the code holds, and no rounding near the tolerance can flip it
+            ad, fd = _audit_parts(bug, *case)
+            if _classify(ad, fd, AUDIT_TOL) != _AUDIT_EXPECTED[bug]:
+                return False
+            err = float(np.max(np.asarray(cl.relative_error(ad, fd)))) if np.all(np.isfinite(ad)) else np.inf
+            return not (AUDIT_TOL / 100 < err < AUDIT_TOL * 100) and (bug != "quantized" or np.max(np.abs(fd)) > 1e-3)
+
+        x, u, h, eps = draw_until(draw, clear)
+        cases.append({"bug": bug, "x": x, "u": u, "h": h, "eps": eps, "tol": AUDIT_TOL})
+    return cases
+
+
 _S04_9_EX1_CHECKS = (
     Check(
         "dxdu_ad",
@@ -169,6 +285,18 @@ _S04_9_EX1_CHECKS = (
             "s049_fd_perturbed_state": Mistake(
                 S049_FD_PERTURBED_STATE, lambda x, u, h, eps: _fd(x, u, h, eps, perturb="x")
             ),
+        },
+    ),
+    Check(
+        "audit",
+        _audit_cases,
+        reference=audit,
+        outputs=(Output("审计结论（0 一致 / 1 非有限 / 2 被切断 / 3 不一致）", "integer"),),
+        mistakes={
+            "s049_audit_nan_missed": Mistake(S049_AUDIT_NAN_MISSED, _audit_variant("nan_unchecked")),
+            "s049_audit_nan_as_mismatch": Mistake(S049_AUDIT_NAN_AS_MISMATCH, _audit_variant("nan_as_mismatch")),
+            "s049_audit_zero_first": Mistake(S049_AUDIT_ZERO_FIRST, _audit_variant("zero_first")),
+            "s049_audit_no_cut_code": Mistake(S049_AUDIT_NO_CUT_CODE, _audit_variant("no_cut_code")),
         },
     ),
 )
@@ -686,6 +814,18 @@ EXERCISES = (
                     ],
                     "fd_answer": [(_RK4_FD, "(step(x + eps, u, h) - step(x - eps, u, h)) / (2 * eps)")],
                 },
+            ),
+            # the audit in forward mode: jnp.where's NaN stays in the untaken branch, so the NaN environment "agrees"
+            WrongAnswer(
+                "jax.jacrev",
+                edits={"audit_answer": [("jax.jacrev(step_fn, argnums=1)", "jax.jacfwd(step_fn, argnums=1)")]},
+                keep=("ad_answer", "fd_answer"),
+            ),
+            # no code of its own for a cut graph: stop_gradient and round are reported as a plain mismatch
+            WrongAnswer(
+                "应判为 2",
+                edits={"audit_answer": [("    if np.all(J_ad == 0):", "    if False:")]},
+                keep=("ad_answer", "fd_answer"),
             ),
         ),
     ),
