@@ -83,6 +83,11 @@ CASES = {
     "first_nonfinite_step": (lambda z: cl.first_nonfinite_step(jnp.outer(z, z)), False),
     "wall_gap": (lambda z: cl.wall_gap(z[:2], cl.WallParams()), True),
     "wall_cost": (lambda z: cl.wall_cost(z[:2], z[2:3], cl.WallParams()), True),
+    # a planted bug breaks the gradient on purpose (tests/test_planted_bugs.py): grad is checked on the clean one
+    **{
+        f"cart_pole_with_bug:{bug}": (lambda z, b=bug: cl.cart_pole_with_bug(b, 0.02)(z, 3.0 * z[:1]), bug == "none")
+        for bug in cl.PLANTED_BUGS
+    },
 }
 
 # Public names that configure or describe rather than compute on arrays.

@@ -215,6 +215,15 @@ def _(out, z, n_steps, sample_steps):
     assert n != m and list(out[1]) == ([n, 0] if n < m else [0, m])  # the fewer passes: min(n, m)
 
 
+#: what each planted bug does to reverse-mode AD against central differences, as course_lib documents it
+PLANTED_VERDICT = {"none": 0, "saturated": 0, "stop_gradient": 2, "quantized": 2, "where_sqrt": 1, "wrong_jvp": 3}
+
+
+@witness("s04_9_ex1.audit")
+def _(out, bug, x, u, h, eps, tol):
+    assert int(out) == PLANTED_VERDICT[bug], (bug, out)
+
+
 # --- course_lib -------------------------------------------------------------------------------------
 
 
@@ -356,4 +365,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 30 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 31 and set(WITNESSES) <= set(all_checks())
