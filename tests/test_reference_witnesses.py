@@ -215,6 +215,22 @@ def _(out, z, n_steps, sample_steps):
     assert n != m and list(out[1]) == ([n, 0] if n < m else [0, m])  # the fewer passes: min(n, m)
 
 
+@witness("s04_4_ex4.bump_probability")
+def _(out, theta, sigma, alpha):
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    band, _ = quad(lambda z: norm.pdf(z, loc=theta, scale=sigma), -2.0 / alpha, 2.0 / alpha, epsabs=1e-14)
+    assert out == pytest.approx(band, rel=1e-9)
+
+
+@witness("s04_4_ex4.hard_step_estimates")
+def _(out, theta, w, sigma):
+    assert out[0] == 0.0 and out[1] == 0.0  # H' is 0 wherever AD evaluates it
+    crossed = np.sign(theta + np.asarray(w)) != np.sign(theta)  # only samples across the step change H
+    assert out[2] == pytest.approx(float(np.mean(np.where(crossed, np.sign(w), 0.0) * w / sigma**2)), rel=1e-12)
+
+
 #: what each planted bug does to reverse-mode AD against central differences, as course_lib documents it
 PLANTED_VERDICT = {"none": 0, "saturated": 0, "stop_gradient": 2, "quantized": 2, "where_sqrt": 1, "wrong_jvp": 3}
 
@@ -365,4 +381,4 @@ def test_reference_agrees_with_its_witness(key):
 
 
 def test_every_witness_names_a_check():
-    assert len(WITNESSES) == 31 and set(WITNESSES) <= set(all_checks())
+    assert len(WITNESSES) == 33 and set(WITNESSES) <= set(all_checks())

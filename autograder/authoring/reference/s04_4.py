@@ -83,6 +83,16 @@ S044_STDERR_DDOF0 = "标准误与除以 N 的样本方差一致：题目要求�
 S044_STDERR_NO_SQRT = "标准误与样本标准差本身一致：平均值的标准误还要再除以 √N。"
 S044_COVERAGE_ONE_SE = "覆盖率与“区间取 ±1 倍标准误”的结果一致：题目的区间是 |ḡ − exact| ≤ 2·ŝ/√N。"
 S044_COVERAGE_OUTSIDE = "结果是区间没有覆盖精确值的那部分种子所占的比例：要返回覆盖到的比例。"
+S044_BUMP_NO_SHIFT = (
+    "结果与“鼓包以 w = 0 为中心”的概率吻合：样本是 θ + w，要落进 |θ + w| < 2/α，"
+    "即 w 落在 (−2/α − θ, 2/α − θ) 里，标准化时先减去 θ 再除以 σ。"
+)
+S044_BUMP_HALF_WIDTH = "结果与带宽取 |z| < 1/α 的概率吻合：题目的鼓包是 |z| < 2/α（导数降到峰值约 42% 的地方）。"
+S044_BUMP_VARIANCE = "结果与标准化时除以 σ² 的概率吻合：w ~ N(0, σ²) 的标准差是 σ，Φ 的自变量是 (z − μ)/σ。"
+S044_HARD_FOBG_SMOOTHED = (
+    "FoBG 的结果不是 0：硬阶跃 H(z) 的导数在 z ≠ 0 处处为 0，自动微分（jax.grad(cl.heaviside_step)）给出的每一项都是 0，"
+    "平均值和标准误也都是 0。用差分或用陡峭的 sigmoid 代替硬阶跃，算的就不是这个损失的 FoBG 了。"
+)
 
 
 # --- s04_4_ex1: bouncing ball, one step with the impact inside it ---------------------------------
@@ -705,6 +715,67 @@ def _coverage_cases():
     return cases
 
 
+def bump_probability(theta, sigma, alpha, shifted=True, half=2.0, sigma_power=1):
+    """P(|theta + w| < half / alpha) for w ~ N(0, sigma^2); the keywords switch to the catalogued mistakes."""
+    from scipy.stats import norm
+
+    centre, scale = (theta if shifted else 0.0), sigma**sigma_power
+    return float(norm.cdf((half / alpha - centre) / scale) - norm.cdf((-half / alpha - centre) / scale))
+
+
+def _bump_cases():
+    """Probabilities between 0.3 % and 95 %: where 0.5 * (1 + erf) is as accurate as scipy's Phi (far in a tail it
+    cancels, and a correct formula written that way would miss the tolerance)."""
+    rng = case_rng(404_405)
+    cases = []
+    for alpha, sigma in case_value(
+        ((200.0, 0.1), (40.0, 0.3), (8.0, 0.25), (120.0, 0.02)), ((100.0, 0.2), (20.0, 0.1))
+    ):
+        theta = draw_until(
+            lambda sigma=sigma: float(np.round(rng.uniform(-2.0, 2.0) * sigma, 6)),
+            lambda theta, sigma=sigma, alpha=alpha: 0.003 < bump_probability(theta, sigma, alpha) < 0.95,
+        )
+        cases.append({"theta": theta, "sigma": sigma, "alpha": alpha})
+    return cases
+
+
+def hard_step_estimates(theta, w, sigma, fobg="ad"):
+    """(FoBG mean, its naive standard error, ZoBG mean, its naive standard error) for the hard step H(z).
+
+    ``fobg="sigmoid"``: the mistake of using a steep sigmoid (alpha = 1000) for the FoBG terms."""
+    w = np.asarray(w, dtype=np.float64)
+    z = theta + w
+    if fobg == "ad":
+        first = np.asarray(jax.vmap(jax.grad(cl.heaviside_step))(jnp.asarray(z)))
+    else:
+        first = soft_step_grad(z, 1000.0)
+    hard = lambda v: np.asarray(cl.heaviside_step(jnp.asarray(v)))  # noqa: E731
+    zeroth = (hard(z) - hard(theta)) * w / sigma**2
+    return (*mean_and_stderr(first), *mean_and_stderr(zeroth))
+
+
+def _hard_step_cases():
+    """theta a little off the step, N Gaussian perturbations: some cross the step (the ZoBG is not 0), one within
+    1 / 1000 of it (a steep sigmoid's FoBG is not 0 either)."""
+    rng = case_rng(404_406)
+    cases = []
+    for sigma, n in case_value(((0.1, 20), (0.05, 40), (0.2, 12)), ((0.1, 15), (0.3, 25))):
+
+        def draw(sigma=sigma, n=n):
+            theta = float(np.round(rng.uniform(-0.6, 0.6) * sigma, 6))
+            w = sigma * rng.standard_normal(n)
+            w[0] = rng.uniform(-0.5, 0.5) / 1000 - theta
+            return theta, np.round(w, 8)
+
+        def crosses(case, sigma=sigma):
+            theta, w = case
+            return np.any(theta + w >= 0) and np.any(theta + w < 0) and abs(theta + w[0]) < 1e-3
+
+        theta, w = draw_until(draw, crosses)
+        cases.append({"theta": theta, "w": w, "sigma": sigma})
+    return cases
+
+
 _S04_4_EX4_CHECKS = (
     Check(
         "fobg_terms",
@@ -747,6 +818,30 @@ _S04_4_EX4_CHECKS = (
             "s044_coverage_one_se": Variant(S044_COVERAGE_ONE_SE, width=1.0),
             "s044_coverage_outside": Variant(S044_COVERAGE_OUTSIDE, inside=False),
         },
+    ),
+    Check(
+        "bump_probability",
+        _bump_cases,
+        reference=bump_probability,
+        outputs=(Output("落进鼓包的概率", rtol=1e-9),),
+        mistakes={
+            "s044_bump_no_shift": Variant(S044_BUMP_NO_SHIFT, shifted=False),
+            "s044_bump_half_width": Variant(S044_BUMP_HALF_WIDTH, half=1.0),
+            "s044_bump_variance": Variant(S044_BUMP_VARIANCE, sigma_power=2),
+        },
+    ),
+    Check(
+        "hard_step_estimates",
+        _hard_step_cases,
+        reference=hard_step_estimates,
+        # the FoBG's mean and standard error are exactly 0: atol says what "0" is
+        outputs=(
+            Output("FoBG 平均值", "exact", atol=1e-12),
+            Output("FoBG 标准误", "exact", atol=1e-12),
+            Output("ZoBG 平均值", "exact"),
+            Output("ZoBG 标准误", "exact"),
+        ),
+        mistakes={"s044_hard_fobg_smoothed": Variant(S044_HARD_FOBG_SMOOTHED, fobg="sigmoid")},
     ),
 )
 
@@ -925,6 +1020,26 @@ EXERCISES = (
             WrongAnswer(
                 "±1 倍标准误",
                 edits={"coverage_answer": [("<= 2.0 * stderrs", "<= stderrs")]},
+            ),
+            # the bump centred on w = 0 instead of on -theta
+            WrongAnswer(
+                "先减去 θ",
+                edits={
+                    "bump_probability_answer": [
+                        ("norm.cdf((2.0 / alpha - theta) / sigma)", "norm.cdf((2.0 / alpha) / sigma)"),
+                        ("norm.cdf((-2.0 / alpha - theta) / sigma)", "norm.cdf((-2.0 / alpha) / sigma)"),
+                    ]
+                },
+            ),
+            # the hard step's FoBG terms from a steep sigmoid: not the estimator of this loss
+            WrongAnswer(
+                "FoBG 的结果不是 0",
+                edits={
+                    "hard_step_estimates_answer": [
+                        ("jax.grad(cl.heaviside_step)", "jax.grad(lambda v: cl.sigmoid_step(v, 1000.0))")
+                    ]
+                },
+                keep=("mean_and_stderr_answer",),
             ),
         ),
     ),
