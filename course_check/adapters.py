@@ -29,7 +29,8 @@ the forward and reverse passes it made.
 ``by_hand`` (s04_2_ex1, s04_6_ex1, s04_7_ex1) grades a derivative the exercise asks to be worked out by hand:
 while the student's function runs, calling one of JAX's differentiation transforms (``jax.jacfwd(f)``,
 ``jax.grad``, or ``cl.linearize``, which calls one) raises :class:`AutodiffNotAllowed` at that line, so the
-shortcut scores nothing instead of the concept's points.
+shortcut scores nothing instead of the concept's points. ``own_code`` (s04_2_ex3, mini_diffsim_p1) refuses, the same way,
+the ``course_lib`` reference implementations a notebook says not to call (``cl.step_spectral_norms``, ``cl.rk4``, ...).
 ``planted`` (s04_9_ex1) hands the student's ``audit`` only the step of the environment a case names (a cart-pole
 with a planted gradient bug, built by the notebook's ``cl.cart_pole_with_bug``), so the audit has to find the bug.
 ``watch_checkpoints`` (s04_7_ex4) returns the student's checkpointed value and gradient with how the
@@ -180,47 +181,30 @@ class Opaque:
 AUTODIFF = ("grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "jvp", "vjp", "linearize")
 
 
-class AutodiffNotAllowed(TypeError):
-    """A function graded :func:`by_hand` called one of JAX's differentiation transforms; ``line`` is the student's
-    line that made the call (a ``course_lib`` helper in between is skipped)."""
+class Refused(TypeError):
+    """A call an adapter does not allow while the student's function is graded; ``line`` is the student's line that
+    made it (a ``course_lib`` helper in between is skipped)."""
 
     def __init__(self, message: str, line: int):
         super().__init__(message)
         self.line = line
 
 
-def by_hand(student_fn):
-    """Wrap a student function whose derivative the exercise asks to be worked out by hand (a closed form, an own
-    recursion): while it runs, a call of a transform of :data:`AUTODIFF` made by the student's code or by
-    ``course_lib`` (``cl.linearize``) raises :class:`AutodiffNotAllowed`. JAX's calls of its own transforms
-    (``jax.hessian`` calling ``jax.jacfwd``, a linear solve) are not the student's and pass.
+class AutodiffNotAllowed(Refused):
+    """A function graded :func:`by_hand` called one of JAX's differentiation transforms."""
 
-    The watch is a profile function of this thread for the duration of one call (the previous one is put back):
-    it finds the transforms under any name (``from jax import jacfwd``, ``import jax as J``)."""
-    import jax
 
-    entries = {inspect.unwrap(getattr(jax, name)).__code__: name for name in AUTODIFF}
-    jax_dir = os.path.dirname(jax.__file__) + os.sep
-    boundary = os.path.join(jax_dir, "_src", "traceback_util.py")
-    name = getattr(student_fn, "__name__", "this function")
+class ReferenceNotAllowed(Refused):
+    """A function graded :func:`own_code` called a reference implementation the exercise asks the student to write."""
+
+
+def _watched(student_fn, refuse):
+    """``student_fn`` called with ``refuse(frame)`` as this thread's profile function for the duration of one call
+    (the previous one is put back): ``refuse`` sees every Python call and raises to refuse one."""
 
     def watch(frame, event, arg):
-        if event != "call" or frame.f_code not in entries:
-            return
-        caller = frame.f_back
-        while caller is not None and caller.f_code.co_filename == boundary:  # jax's API wrapper of the transform
-            caller = caller.f_back
-        if caller is None or caller.f_code.co_filename.startswith(jax_dir):
-            return
-        helper = ""
-        while caller.f_back is not None and "course_lib" in caller.f_code.co_filename.split(os.sep):
-            helper = helper or f" (through course_lib's {caller.f_code.co_name})"
-            caller = caller.f_back
-        raise AutodiffNotAllowed(
-            f"{name} called jax.{entries[frame.f_code]}{helper}: this exercise asks for the derivative worked out by "
-            "hand, so JAX's differentiation transforms are not available while it is graded",
-            caller.f_lineno,
-        )
+        if event == "call":
+            refuse(frame)
 
     @functools.wraps(student_fn)
     def graded(*args):
@@ -232,6 +216,69 @@ def by_hand(student_fn):
             sys.setprofile(previous)
 
     return graded
+
+
+def _in_package(frame, package: str) -> bool:
+    return package in frame.f_code.co_filename.split(os.sep)
+
+
+def by_hand(student_fn):
+    """Wrap a student function whose derivative the exercise asks to be worked out by hand (a closed form, an own
+    recursion): while it runs, a call of a transform of :data:`AUTODIFF` made by the student's code or by
+    ``course_lib`` (``cl.linearize``) raises :class:`AutodiffNotAllowed`. JAX's calls of its own transforms
+    (``jax.hessian`` calling ``jax.jacfwd``, a linear solve) are not the student's and pass. The transforms are
+    found by their code, under any name (``from jax import jacfwd``, ``import jax as J``)."""
+    import jax
+
+    entries = {inspect.unwrap(getattr(jax, name)).__code__: name for name in AUTODIFF}
+    boundary = os.path.join(os.path.dirname(jax.__file__), "_src", "traceback_util.py")
+    name = getattr(student_fn, "__name__", "this function")
+
+    def refuse(frame):
+        if frame.f_code not in entries:
+            return
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename == boundary:  # jax's API wrapper of the transform
+            caller = caller.f_back
+        if caller is None or _in_package(caller, "jax"):
+            return
+        helper = ""
+        while caller.f_back is not None and _in_package(caller, "course_lib"):
+            helper = helper or f" (through course_lib's {caller.f_code.co_name})"
+            caller = caller.f_back
+        raise AutodiffNotAllowed(
+            f"{name} called jax.{entries[frame.f_code]}{helper} from {caller.f_code.co_name}: this exercise asks for "
+            "the derivative worked out by "
+            "hand, so JAX's differentiation transforms are not available while it is graded",
+            caller.f_lineno,
+        )
+
+    return _watched(student_fn, refuse)
+
+
+def own_code(student_fn, *references):
+    """Wrap a student function that must not hand the work to the course's reference implementations (the
+    ``course_lib`` functions the notebook names as what its self-check compares with): while it runs, a call of
+    one of ``references`` made from outside ``course_lib`` and JAX (the student's code, at any depth, under any
+    name, ``explicit_euler = cl.explicit_euler`` included) raises :class:`ReferenceNotAllowed`. ``course_lib``'s
+    own use of them inside another function is not the student's call and passes."""
+    entries = {inspect.unwrap(ref).__code__: f"cl.{ref.__name__}" for ref in references}
+    name = getattr(student_fn, "__name__", "this function")
+
+    def refuse(frame):
+        if frame.f_code not in entries:
+            return
+        caller = frame.f_back
+        if caller is None or _in_package(caller, "course_lib") or _in_package(caller, "jax"):
+            return
+        raise ReferenceNotAllowed(
+            f"{name} called {entries[frame.f_code]} from {caller.f_code.co_name}: the exercise asks for this step in "
+            "your own code; the course_lib "
+            "function is the reference the self-check compares with, and is not available while it is graded",
+            caller.f_lineno,
+        )
+
+    return _watched(student_fn, refuse)
 
 
 def planted(student_fn, make_env):

@@ -21,6 +21,8 @@ import numpy as np
 from course_check.protocol import encode
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: an adapter's refusal (course_check.adapters) by exception name -> the record's status
+_REFUSALS = {"AutodiffNotAllowed": "by_hand", "ReferenceNotAllowed": "own_code"}
 
 
 def _from_json(value):
@@ -58,8 +60,9 @@ def run_case(fn, params: list[str], raw_inputs: dict) -> dict:
 
     Statuses: ``ok`` (with the encoded value), ``not_implemented``, ``arguments`` (the function does
     not take the template's arguments), ``by_hand`` (it called a JAX differentiation transform where the
-    exercise asks for the derivative by hand: :func:`course_check.adapters.by_hand`), ``error`` (anything
-    else the student's code raised).
+    exercise asks for the derivative by hand: :func:`course_check.adapters.by_hand`), ``own_code`` (it called a
+    reference implementation the exercise asks the student to write: :func:`course_check.adapters.own_code`),
+    ``error`` (anything else the student's code raised).
     """
     args = arguments(params, raw_inputs)
     mismatch = _arguments_fit(fn, len(args))
@@ -77,7 +80,7 @@ def run_case(fn, params: list[str], raw_inputs: dict) -> dict:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_HERE)]
         line = getattr(exc, "line", None)
         return {
-            "status": "by_hand" if type(exc).__name__ == "AutodiffNotAllowed" else "error",
+            "status": _REFUSALS.get(type(exc).__name__, "error"),
             "error": f"{type(exc).__name__}: {exc}"[:500],
             "line": line if isinstance(line, int) else frames[-1].lineno if frames else 0,
         }

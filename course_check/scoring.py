@@ -35,6 +35,7 @@ CALL_RULES = {
     "arguments": "arguments differ from the template",
     "error": "raised an error",
     "by_hand": "called a JAX differentiation transform where the derivative is asked by hand",
+    "own_code": "called the course_lib reference implementation the exercise asks to write",
     "outputs": "wrong number of returned values",
 }
 
@@ -55,6 +56,13 @@ def _split(value, n):
     if not isinstance(value, (tuple, list)) or len(value) != n:
         return None
     return list(value)
+
+
+def _where(name: str, result: dict) -> str:
+    """Where an adapter's refusal was provoked: the line, and the function when it is not the graded one."""
+    caller = re.search(r" from (\w+):", str(result.get("error")))
+    inside = f"在 `{caller[1]}` 的" if caller and caller[1] != name else "在"
+    return f"{inside}第 {result.get('line')} 行"
 
 
 def _call_problem(name: str, spec: dict, result) -> str | None:
@@ -78,8 +86,15 @@ def _call_problem(name: str, spec: dict, result) -> str | None:
         called = re.search(r"called (jax\.\w+)(?: \(through course_lib's (\w+)\))?", str(result.get("error")))
         what = "" if called is None else f"（`{called[1]}`{f'，经由 `cl.{called[2]}`' if called[2] else ''}）"
         return (
-            f"：`{name}` 在第 {result.get('line')} 行用了 JAX 的自动微分{what}。这道题考的是亲手推出导数："
+            f"：`{name}` 运行时{_where(name, result)}用了 JAX 的自动微分{what}。这道题考的是亲手推出导数："
             "评分时 jax.grad、jax.jacfwd、jax.jacrev 以及内部调用它们的 `cl.linearize` 等都不能用，请写出闭式表达式或自己的递推。"
+        )
+    if status == "own_code":
+        called = re.search(r"called (cl\.\w+)", str(result.get("error")))
+        what = "参考实现" if called is None else f"参考实现 `{called[1]}`"
+        return (
+            f"：`{name}` 运行时{_where(name, result)}调用了 `course_lib` 的{what}。这一步要用你自己的代码写出来："
+            "题目点名的 `cl.` 函数是自检拿来对照的参考，评分时不能调用（包括把它赋给自己的名字再调用）。"
         )
     raise MalformedRecord("unknown status")
 

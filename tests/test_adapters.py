@@ -326,3 +326,44 @@ def test_plain_jax_computations_are_not_mistaken_for_differentiation(body):
 
     ns = notebook(f"def fn(x):\n    {body}\n")
     assert run_case(by_hand(ns["fn"]), ["x"], {"x": [0.5, -1.5]})["status"] == "ok"
+
+
+# --- s04_2_ex3, mini_diffsim_p1: the reference implementations the notebook says not to call --------------------
+
+OWN_CODE_ANSWERS = {  # the line the feedback must point at ends in "# here"
+    "direct": "def norms(As):\n    return cl.step_spectral_norms(jnp.asarray(As))  # here\n",
+    "bound to a name": "mine = cl.step_spectral_norms\ndef norms(As):\n    return mine(jnp.asarray(As))  # here\n",
+    "one level down": "def helper(As):\n    return cl.step_spectral_norms(As)  # here\ndef norms(As):\n    return helper(jnp.asarray(As))\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(OWN_CODE_ANSWERS))
+def test_a_named_reference_implementation_is_refused_however_it_is_reached(how):
+    from course_check.adapters import own_code
+    from course_check.calling import run_case
+    from course_check.scoring import _call_problem
+
+    source = OWN_CODE_ANSWERS[how]
+    ns = notebook(source, cl=cl)
+    As = [[[1.0, 0.1], [0.0, 1.0]]] * 3
+    assert run_case(ns["norms"], ["As"], {"As": As})["status"] == "ok"  # a working shortcut unguarded
+    record = run_case(own_code(ns["norms"], cl.step_spectral_norms, cl.rk4), ["As"], {"As": As})
+    assert record["status"] == "own_code", record
+    assert textwrap.dedent(source).splitlines()[record["line"] - 1].endswith("# here"), record
+    message = _call_problem("norms", {}, record)
+    assert "`cl.step_spectral_norms`" in message and "自己的代码" in message, message
+    assert ("`helper` 的第" in message) == (how == "one level down"), message
+
+
+def test_own_code_and_course_libs_own_use_of_a_reference_pass():
+    from course_check.adapters import own_code
+    from course_check.calling import run_case
+
+    # cl.soft_ball_step builds its step with course_lib's own rk4: not the student's call
+    ns = notebook(
+        "def fall(x):\n"
+        "    step = cl.soft_ball_step(0.01, 'penalty', 'rk4')\n"
+        "    return step(jnp.asarray(x), jnp.zeros(1), cl.SoftBallParams())\n",
+        cl=cl,
+    )
+    assert run_case(own_code(ns["fall"], cl.rk4), ["x"], {"x": [1.0, 0.0]})["status"] == "ok"

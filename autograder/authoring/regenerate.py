@@ -119,8 +119,14 @@ def call_convention(check: Check, cases: list[dict]) -> dict:
     named = [n.id for n in ast.walk(ast.parse(passed)) if isinstance(n, ast.Name)]
     student_fn = check.name if passed == check.name else next(n for n in named if defines(check.exercise, n))
     params, signature = template_signature(check.exercise, student_fn)
-    # by_hand passes the inputs on unchanged, so the template's order holds for it too
-    if passed in (check.name, f"by_hand({check.name})") and order != params[: len(order)]:
+    # by_hand and own_code pass the inputs on unchanged, so the template's order holds for them too
+    call = ast.parse(passed, mode="eval").body
+    unchanged = passed == check.name or (
+        isinstance(call, ast.Call)
+        and ast.unparse(call.func) in ("by_hand", "own_code")
+        and ast.unparse(call.args[0]) == check.name
+    )
+    if unchanged and order != params[: len(order)]:
         raise ValueError(
             f"{check.key}: grading passes {order} positionally, the template is {signature}; "
             "write the case dicts in the template's order"

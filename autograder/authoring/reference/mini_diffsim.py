@@ -55,7 +55,7 @@ from autograder.kernel_support.mini_diffsim_p4 import window_loss
 from autograder.authoring import messages
 from autograder.authoring import spread as spread_
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
 
 # --- mistakes this assignment recognises ---------------------------------------------------------
 
@@ -1296,6 +1296,24 @@ EXERCISES = (
                     ],
                     "horizon_answer": [("return x_next, x_next", "return x_next, x  # collects x_0 .. x_{N-1}")],
                 },
+            ),
+        ),
+        shortcuts=(
+            # course_lib's integrators bound to the notebook's names instead of written: every graded function steps
+            # through them, so every point is lost (course_check.adapters.own_code refuses them)
+            Shortcut(
+                "参考实现",
+                edits={
+                    "integrators_answer": [
+                        (
+                            "        return x + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)\n\n    return step",
+                            "        return x + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)\n\n    return step\n\n\n"
+                            "explicit_euler, semi_implicit_euler, rk4 = cl.explicit_euler, cl.semi_implicit_euler, cl.rk4",
+                        )
+                    ]
+                },
+                keep=("steps_answer", "check_answer", "horizon_answer"),
+                loses=10.0,
             ),
         ),
     ),
