@@ -219,7 +219,10 @@ def _watched(student_fn, refuse):
 
 
 def _in_package(frame, package: str) -> bool:
-    return package in frame.f_code.co_filename.split(os.sep)
+    """Whether ``frame`` runs code of the loaded package ``package`` (by its folder)."""
+    module = sys.modules.get(package)
+    folder = os.path.dirname(getattr(module, "__file__", None) or "") + os.sep
+    return folder != os.sep and frame.f_code.co_filename.startswith(folder)
 
 
 def by_hand(student_fn):
@@ -235,7 +238,9 @@ def by_hand(student_fn):
     if jax is None:
         return student_fn
     entries = {inspect.unwrap(getattr(jax, name)).__code__: name for name in AUTODIFF}
-    boundary = os.path.join(os.path.dirname(jax.__file__), "_src", "traceback_util.py")
+    boundary = os.path.join(
+        os.path.dirname(jax.__file__), "_src", "traceback_util.py"
+    )  # JAX's api_boundary wrapper of every API function
     name = getattr(student_fn, "__name__", "this function")
 
     def refuse(frame):
@@ -251,9 +256,9 @@ def by_hand(student_fn):
             helper = helper or f" (through course_lib's {caller.f_code.co_name})"
             caller = caller.f_back
         raise AutodiffNotAllowed(
-            f"{name} called jax.{entries[frame.f_code]}{helper} from {caller.f_code.co_name}: this exercise asks for "
-            "the derivative worked out by "
-            "hand, so JAX's differentiation transforms are not available while it is graded",
+            f"{name} called jax.{entries[frame.f_code]}{helper} from {caller.f_code.co_name}: this exercise asks "
+            "for the derivative worked out by hand, so JAX's differentiation transforms are not available while it "
+            "is graded",
             caller.f_lineno,
         )
 
@@ -276,9 +281,9 @@ def own_code(student_fn, *references):
         if caller is None or _in_package(caller, "course_lib") or _in_package(caller, "jax"):
             return
         raise ReferenceNotAllowed(
-            f"{name} called {entries[frame.f_code]} from {caller.f_code.co_name}: the exercise asks for this step in "
-            "your own code; the course_lib "
-            "function is the reference the self-check compares with, and is not available while it is graded",
+            f"{name} called {entries[frame.f_code]} from {caller.f_code.co_name}: the exercise asks for this step "
+            "in your own code; the course_lib function is the reference the self-check compares with, and is not "
+            "available while it is graded",
             caller.f_lineno,
         )
 
