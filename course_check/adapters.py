@@ -225,18 +225,20 @@ def _in_package(frame, package: str) -> bool:
     return folder != os.sep and frame.f_code.co_filename.startswith(folder)
 
 
-def by_hand(student_fn):
+def by_hand(student_fn, *references):
     """Wrap a student function whose derivative the exercise asks to be worked out by hand (a closed form, an own
     recursion): while it runs, a call of a transform of :data:`AUTODIFF` made by the student's code or by
     ``course_lib`` (``cl.linearize``) raises :class:`AutodiffNotAllowed`. JAX's calls of its own transforms
     (``jax.hessian`` calling ``jax.jacfwd``, a linear solve) are not the student's and pass. The transforms are
-    found by their code, under any name (``from jax import jacfwd``, ``import jax as J``).
+    found by their code, under any name (``from jax import jacfwd``, ``import jax as J``). ``references`` are
+    refused as :func:`own_code` refuses them (one watch: two nested watches would replace each other).
 
     JAX is taken from the modules the notebook has loaded (course_check imports numpy only: it ships to students and
     runs in the trusted grader too); a notebook that has not loaded JAX has no transform to call."""
+    refuse_reference = _reference_refusal(student_fn, references)
     jax = sys.modules.get("jax")
     if jax is None:
-        return student_fn
+        return _watched(student_fn, refuse_reference)
     entries = {inspect.unwrap(getattr(jax, name)).__code__: name for name in AUTODIFF}
     boundary = os.path.join(
         os.path.dirname(jax.__file__), "_src", "traceback_util.py"
@@ -244,6 +246,7 @@ def by_hand(student_fn):
     name = getattr(student_fn, "__name__", "this function")
 
     def refuse(frame):
+        refuse_reference(frame)
         if frame.f_code not in entries:
             return
         caller = frame.f_back
@@ -271,6 +274,12 @@ def own_code(student_fn, *references):
     one of ``references`` made from outside ``course_lib`` and JAX (the student's code, at any depth, under any
     name, ``explicit_euler = cl.explicit_euler`` included) raises :class:`ReferenceNotAllowed`. ``course_lib``'s
     own use of them inside another function is not the student's call and passes."""
+    return _watched(student_fn, _reference_refusal(student_fn, references))
+
+
+def _reference_refusal(student_fn, references):
+    """The refusal of :func:`own_code`: ``refuse(frame)`` raises :class:`ReferenceNotAllowed` on a student's call of
+    one of ``references``."""
     entries = {inspect.unwrap(ref).__code__: f"cl.{ref.__name__}" for ref in references}
     name = getattr(student_fn, "__name__", "this function")
 
@@ -287,7 +296,7 @@ def own_code(student_fn, *references):
             caller.f_lineno,
         )
 
-    return _watched(student_fn, refuse)
+    return refuse
 
 
 def planted(student_fn, make_env):

@@ -367,3 +367,20 @@ def test_own_code_and_course_libs_own_use_of_a_reference_pass():
         cl=cl,
     )
     assert run_case(own_code(ns["fall"], cl.rk4), ["x"], {"x": [1.0, 0.0]})["status"] == "ok"
+
+
+def test_by_hand_with_references_refuses_both_in_one_watch():
+    from course_check.adapters import by_hand
+    from course_check.calling import run_case
+
+    ns = notebook(
+        "def by_reference(x):\n    return cl.impact_step(jnp.asarray(x), 0.01, 9.81, 0.8)[0]\n"
+        "def by_transform(x):\n    return jax.jacfwd(jnp.sin)(jnp.asarray(x))\n"
+        "def by_hand_written(x):\n    return np.cos(np.asarray(x))\n",
+        cl=cl,
+    )
+    refs = (cl.impact_step, cl.naive_impact_step)
+    case = {"x": [0.5, -1.0]}
+    assert run_case(by_hand(ns["by_reference"], *refs), ["x"], case)["status"] == "own_code"
+    assert run_case(by_hand(ns["by_transform"], *refs), ["x"], case)["status"] == "by_hand"
+    assert run_case(by_hand(ns["by_hand_written"], *refs), ["x"], case)["status"] == "ok"

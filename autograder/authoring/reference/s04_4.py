@@ -27,7 +27,7 @@ import numpy as np
 
 import course_lib as cl
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -905,6 +905,24 @@ EXERCISES = (
                 keep=("ball_step_dv_answer",),
             ),
         ),
+        shortcuts=(
+            # the derivative by jax.jacfwd through cl.impact_step, both of which the notebook rules out: the
+            # derivative's points are lost (course_check.adapters.by_hand refuses them)
+            Shortcut(
+                "亲手推出导数",
+                edits={
+                    "ball_step_dv_answer": [
+                        (
+                            "    y, v = float(x[0]), float(x[1])\n",
+                            "    J = jax.jacfwd(lambda z: cl.impact_step(z, h, g, e)[0])(jnp.asarray(x, dtype=jnp.float64))\n"
+                            "    return float(J[0, 1]), float(J[1, 1])\n",
+                        )
+                    ]
+                },
+                keep=("ball_step_answer", "naive_answer"),
+                loses=3.0,
+            ),
+        ),
     ),
     Exercise(
         "s04_4_ex2",
@@ -941,6 +959,25 @@ EXERCISES = (
                         )
                     ],
                 },
+            ),
+        ),
+        shortcuts=(
+            # the derivative from jax.grad of cl.sigmoid_step instead of the closed form: its points are lost
+            # (course_check.adapters.by_hand refuses the transform)
+            Shortcut(
+                "亲手推出导数",
+                edits={
+                    "soft_step_grad_answer": [
+                        (
+                            "    sig = soft_step(z, alpha)\n    return alpha * sig * (1.0 - sig)",
+                            "    dsig = jax.vmap(jax.grad(cl.sigmoid_step), in_axes=(0, None))\n"
+                            "    flat = jnp.ravel(jnp.asarray(z, dtype=jnp.float64))\n"
+                            "    return np.asarray(dsig(flat, alpha)).reshape(np.shape(z))",
+                        )
+                    ]
+                },
+                keep=("soft_step_answer",),
+                loses=3.0,
             ),
         ),
     ),

@@ -23,7 +23,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
 from autograder.kernel_support.sweeps import relative_error
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -657,6 +657,20 @@ EXERCISES = (
                 edits={  # ln instead of log10
                     "table_answer": [("return fd, np.log10(rel)", "return fd, np.log(rel)")],
                 },
+            ),
+        ),
+        shortcuts=(
+            # the hand recursion handed to the notebook's own AD version: its points are lost (by_hand refuses
+            # the jax.grad inside ad_derivative)
+            Shortcut(
+                "亲手推出导数",
+                edits={
+                    "analytic_answer": [
+                        ("    q, v = float(q0), float(v0)\n", "    return ad_derivative(m, b, k, q0, v0, h, n_steps)\n")
+                    ]
+                },
+                keep=("ad_answer",),
+                loses=3.0,
             ),
         ),
     ),
