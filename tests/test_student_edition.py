@@ -122,7 +122,31 @@ def test_the_exercises_are_the_release_notebooks(edition):
     assert sorted(p.stem for p in exercises) == sorted(md.stem for md in expected)
     for md in expected:
         ours = nbformat.read(edition.folder / "exercises" / md.parent.name / f"{md.stem}.ipynb", as_version=4)
-        assert [c.source for c in ours.cells] == [c.source for c in student_notebook(md).cells], md.stem
+        colab, *release = ours.cells  # an edition built for an address: Colab's cell first, then the release
+        assert [c.source for c in release] == [c.source for c in student_notebook(md).cells], md.stem
+        assert student_edition.TWIN_MARK in colab.metadata.tags and "nbgrader" not in colab.metadata
+        assert f"git+{URL}@{BRANCH}#subdirectory=course_check" in colab.source
+
+
+def test_the_readme_names_the_editions_address_and_keeps_no_placeholder(edition):
+    readme = (edition.folder / "README.md").read_text(encoding="utf-8")
+    assert "<组织>" not in readme and "<分支>" not in readme and "占位符" not in readme
+    assert (
+        "https://colab.research.google.com/github/example-course/s04-student/blob/2027-spring/book/s04_1.ipynb"
+        in readme
+    )
+    assert "!pip install" not in readme  # every notebook's first cell installs; nothing to copy by hand
+
+
+def test_without_an_address_there_is_no_colab_cell_and_the_command_says_so(tmp_path, capsys):
+    from autograder.ops import cli
+
+    cli.main(["student-edition", "--out", str(tmp_path / "ed"), "--book-build", str(tmp_path / "no-book")])
+    err = capsys.readouterr().err
+    assert "Colab" in err and "repository" in err
+    nb = nbformat.read(tmp_path / "ed" / "exercises" / "s04_1" / "s04_1_ex1.ipynb", as_version=4)
+    assert student_edition.TWIN_MARK not in nb.cells[0].metadata.get("tags", [])
+    assert "<组织>" in (tmp_path / "ed" / "README.md").read_text(encoding="utf-8")
 
 
 def test_one_install_file_for_binder_and_pip(edition):

@@ -458,6 +458,13 @@ def cmd_student_edition(args):
     )
     size = sum(path.stat().st_size for path in edition.files)
     print(f"wrote {len(edition.files)} files ({size / 1e6:.1f} MB) into {edition.folder}")
+    if not edition.repository_url:
+        print(
+            "WARNING: no repository address (--repository-url, or repository.url in _config.yml): the notebooks have "
+            "no Colab cell, so in Colab no exercise can import course_check and no page its helpers; the README "
+            "keeps the placeholders <组织>/<仓库> and <分支>. Build the edition you publish with its address.",
+            file=sys.stderr,
+        )
     for problem in edition.problems:
         print(f"LEAK {problem}", file=sys.stderr)
     if edition.problems:

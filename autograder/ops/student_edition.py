@@ -47,6 +47,7 @@ class Edition:
     folder: Path
     files: list[Path]
     problems: list[str]
+    repository_url: str | None = None  # None: no Colab cells (nothing to install from), placeholders in the README
 
 
 def toc_pages(root: Path = ROOT) -> list[str]:
@@ -90,19 +91,71 @@ def book_helpers(root: Path = ROOT) -> list[str]:
     return [*(f"book/{name}.py" for name in sorted(modules)), *BOOK_FONTS]
 
 
-def setup_cell(repository_url: str, branch: str) -> nbformat.NotebookNode:
-    """The twin's first cell: in Colab, clone the edition at the term's branch, install it, enter book/."""
+#: what Colab must install beyond its own packages for a page twin: myst-nb for the pages' glue(), and MuJoCo
+#: MJX where a page imports mujoco; compatible ranges (each holds the edition lock's pin), never exact pins,
+#: so that pip keeps what Colab already has when it fits
+COLAB_PAGE_EXTRAS = ("myst-nb>=1.4,<2",)
+COLAB_MUJOCO = "mujoco-mjx>=3.17,<4"
+#: Colab's packages the course's ranges may replace; a replaced one that the kernel already imported needs a restart
+COLAB_REPLACEABLE = ("jax", "jaxlib", "numpy")
+
+
+def colab_cell(
+    repository_url: str, branch: str, page: str | None = None, mujoco: bool = False
+) -> nbformat.NotebookNode:
+    """The first cell of every notebook of an edition built for an address: in Colab (``google.colab`` imported),
+    install ``course_lib`` and ``course_check`` from the edition at the term's branch (for a page twin, ``page``:
+    clone the edition, install from the clone with the page's extras and enter ``book/``); keep Colab's JAX and
+    NumPy when they are in the course's ranges (``pip install`` without ``-U``), and stop with a Chinese note when
+    it replaced one that the kernel had already imported (a restart is needed). Elsewhere (a laptop, Binder, a hub,
+    grading) it does nothing. Run again in the same session, it installs nothing twice."""
+    extras = [*COLAB_PAGE_EXTRAS, *([COLAB_MUJOCO] if mujoco else [])] if page else []
+    if page:
+        install = (
+            '    edition = os.environ.setdefault("S04_EDITION", os.path.abspath("s04-edition"))\n'
+            "    if not os.path.isdir(edition):\n"
+            f'        subprocess.check_call(["git", "clone", "-q", "--depth", "1", "--branch", {branch!r}, {repository_url!r}, edition])\n'
+            f'    wanted = [os.path.join(edition, "course_lib"), os.path.join(edition, "course_check"), *{extras!r}]\n'
+        )
+    else:
+        install = (
+            "    wanted = [\n"
+            f'        "s04-course-lib @ git+{repository_url}@{branch}#subdirectory=course_lib",\n'
+            f'        "s04-course-check @ git+{repository_url}@{branch}#subdirectory=course_check",\n'
+            "    ]\n"
+        )
     source = (
-        "# 在 Colab 中第一次运行时：取回本课程的学生版仓库、安装依赖并进入 book/ 目录（本地与 Binder 中什么也不做）\n"
+        "# Colab 准备单元：只在 Colab 中才安装课程库 course_lib 和公开检查 course_check"
+        + ("（并取回本页要导入的辅助文件）" if page else "")
+        + "；\n# 在本地、Binder、JupyterHub 和评分时什么也不做。请保留这一格，提交时也不用删。\n"
         "import os, subprocess, sys\n"
-        'if "google.colab" in sys.modules and not os.path.isdir("/content/s04-edition"):\n'
-        f'    subprocess.check_call(["git", "clone", "--depth", "1", "--branch", {branch!r}, {repository_url!r}, "/content/s04-edition"])\n'
-        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r", "requirements.txt"], cwd="/content/s04-edition")\n'
         'if "google.colab" in sys.modules:\n'
-        '    os.chdir("/content/s04-edition/book")\n'
-        '    sys.path.insert(0, "/content/s04-edition/book")'
+        "    import importlib.metadata, importlib.util\n" + install + "    def _versions():\n"
+        "        found = {}\n"
+        f"        for name in {COLAB_REPLACEABLE!r}:\n"
+        "            try:\n"
+        "                found[name] = importlib.metadata.version(name)\n"
+        "            except importlib.metadata.PackageNotFoundError:\n"
+        "                found[name] = None\n"
+        "        return found\n"
+        '    if not all(importlib.util.find_spec(m) for m in ("course_lib", "course_check"'
+        + (', "myst_nb"' if page else "")
+        + ")):\n"
+        "        before = _versions()\n"
+        '        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *wanted])\n'
+        '        replaced = [f"{n} {before[n]} → {v}" for n, v in _versions().items() if before[n] and v != before[n]]\n'
+        "        if any(n.split()[0] in sys.modules for n in replaced):\n"
+        "            raise SystemExit(\n"
+        '                "Colab 自带的版本不在课程支持的范围内，已换成课程的版本（" + "，".join(replaced) + "）。"\n'
+        '                "请点菜单“运行时 → 重新启动会话”，然后从这一格开始重新运行。"\n'
+        "            )\n"
+        + (
+            '    os.chdir(os.path.join(os.environ["S04_EDITION"], "book"))\n    sys.path.insert(0, os.getcwd())'
+            if page
+            else '    print("Colab 已准备好：course_lib 和 course_check 都能导入。")'
+        )
     )
-    return nbformat.v4.new_code_cell(source, metadata={"tags": [TWIN_MARK]})
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [TWIN_MARK, "skip-in-grading"]})
 
 
 #: a page's passages for instructors and maintainers (how to build the book, set the launch buttons) sit between
@@ -126,7 +179,10 @@ def page_twin(
         if cell.cell_type == "markdown":
             cell.source = text.markdown(cell.source, glued)
     if repository_url and any(cell.cell_type == "code" for cell in nb.cells):
-        nb.cells.insert(0, setup_cell(repository_url, branch))
+        imports_mujoco = any(
+            re.search(r"^\s*(from|import)\s+mujoco", c.source, re.M) for c in nb.cells if c.cell_type == "code"
+        )
+        nb.cells.insert(0, colab_cell(repository_url, branch, page=md_path.stem, mujoco=imports_mujoco))
     return nb
 
 
@@ -135,6 +191,31 @@ def repository_settings(root: Path = ROOT) -> tuple[str | None, str]:
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     repository = config.get("repository") or {}
     return (repository.get("url") or None), (repository.get("branch") or "main")
+
+
+_GITHUB = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+
+
+def readme(repository_url: str | None, branch: str) -> str:
+    """The edition's README: for an edition on GitHub, its links name the real repository and branch; otherwise
+    they keep the placeholders ``<组织>/<仓库>`` and ``<分支>`` (and ``make student-edition`` warns)."""
+    text = (EDITION_FILES / "README.md").read_text(encoding="utf-8")
+    github = _GITHUB.match(repository_url or "")
+    if not github:
+        return text
+    text = text.replace(PLACEHOLDER_NOTE, "")
+    return (
+        text.replace("<组织>/<仓库>", github.group(1))
+        .replace("<仓库>", github.group(1).split("/")[1])
+        .replace("<分支>", branch)
+    )
+
+
+#: the README's sentence about its placeholders, left out once they are filled in
+PLACEHOLDER_NOTE = (
+    "下面的链接里，`<组织>/<仓库>` 和 `<分支>` 都是占位符，真实地址以教师通知为准。\n"
+    "`<分支>` 一般是本学期的标签，或者 `main`。\n"
+)
 
 
 def _copy(src: Path, dst: Path, files: list[Path]) -> None:
@@ -159,7 +240,8 @@ def build_edition(
     out.mkdir(parents=True)
     files: list[Path] = []
 
-    _copy(EDITION_FILES / "README.md", out / "README.md", files)
+    (out / "README.md").write_text(readme(repository_url, branch), encoding="utf-8")
+    files.append(out / "README.md")
     _copy(EDITION_FILES / "gitignore", out / ".gitignore", files)  # the venv and build leftovers of an install
     _copy(root / "LICENSE", out / "LICENSE", files)
     lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
@@ -193,8 +275,13 @@ def build_edition(
 
     written, problems = write_student_copies(out / "exercises", root / "assignments")
     files += list(written.values())
+    if repository_url:  # Colab opens an exercise as it is: its first cell installs what its checks import
+        for path in written.values():
+            nb = nbformat.read(path, as_version=4)
+            nb.cells.insert(0, colab_cell(repository_url, branch))
+            nbformat.write(nb, path)
 
     problems += leak_scan.scan(out, leak_scan.collect_secrets(leak_scan.course_public_texts(root), root))
     unlisted = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p not in files)
     problems += [f"{name}: written but not on the allowlist" for name in unlisted]
-    return Edition(out, files, problems)
+    return Edition(out, files, problems, repository_url)
