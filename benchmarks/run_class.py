@@ -11,6 +11,9 @@ scratch course (sandbox on, as for any entry point):
   (:mod:`autograder.confine.zygote`);
 * ``class x2 launched``: ``grade_class`` with 2 long-lived grading workers, kernels started from nothing;
 * ``class x2``: the same, kernels forked (the default);
+* ``class x2 workers launched``: ``class x2`` with each grading worker started as its own interpreter (its own
+  nbgrader import and its own kernel zygote) instead of forked from the run's
+  :class:`~autograder.ops.worker.WorkerTemplate`: what the template saves (issue 46, item 5);
 * ``class x2 + cache``: the same after ``warm-cache`` sealed the section's cache (the warm-up is
   timed apart: an instructor pays it once per release, not per class);
 * ``dask x1`` / ``dask x2``: the same jobs on a local Dask cluster of 1 / 2 single-threaded worker
@@ -46,10 +49,13 @@ Targets (issue 14): class run >= 4x plain; 100 students of s04_1 <= 10 min. Repo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
+import logging
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,6 +79,7 @@ MODES = (
     "plain",
     "class x2 launched",
     "class x2",
+    "class x2 workers launched",
     "class x2 + cache",
     "dask x1",
     "dask x2",
@@ -82,6 +89,20 @@ MODES = (
 )
 TARGET_OVERHEAD = 1.2  # class x2 CPU / floor CPU
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
+
+
+class _NoTemplate:
+    """Stands in for the run's WorkerTemplate: every worker asks it for a fork, is refused, and launches itself
+    (GradingWorker's own fallback), so each worker imports nbgrader and starts a zygote of its own."""
+
+    def __init__(self, course, extra_args=()):
+        pass
+
+    def fork(self, log_path):
+        raise RuntimeError("benchmark mode 'workers launched': no template")
+
+    def close(self):
+        pass
 
 
 def make_class(course: Path, section: str, n_students: int) -> None:
@@ -202,6 +223,20 @@ def run_floor(course: Path, section: str, tmp: Path, every_cell: bool, per_noteb
     return {**result, "warm_s": 0.0}
 
 
+@contextlib.contextmanager
+def _template_replaced(replace: bool):
+    from autograder.ops import executors
+
+    original = executors.WorkerTemplate
+    if replace:
+        executors.WorkerTemplate = _NoTemplate
+        logging.getLogger("autograder.worker").setLevel(logging.ERROR)  # the refused fork is this mode's point
+    try:
+        yield
+    finally:
+        executors.WorkerTemplate = original
+
+
 def timed(mode: str, section: str, n_students: int) -> dict:
     """``{"seconds", "cpu_s", "warm_s"}`` of grading the class once in ``mode``."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -231,9 +266,10 @@ def timed(mode: str, section: str, n_students: int) -> dict:
         else:
             scheduler = "local" if mode.startswith("dask") else None
             workers = int(mode.split(" x")[1][0])
-            results = grade_class(
-                course, [section], workers=workers, progress=False, scheduler=scheduler, extra_args=extra
-            )
+            with _template_replaced(mode.endswith("workers launched")):
+                results = grade_class(
+                    course, [section], workers=workers, progress=False, scheduler=scheduler, extra_args=extra
+                )
             failed = [r for r in results if r.status != "graded"]
             if failed:
                 raise SystemExit(f"{mode}: {len(failed)} submissions failed: {failed[0].error}")
@@ -275,6 +311,32 @@ def marginal_costs(args, runs: dict) -> dict:
     return double
 
 
+def interleaved(args) -> int:
+    """``--repeat``: every mode ``args.repeat`` times, interleaved; CPU and wall per run, medians, and each
+    round's CPU difference to the first mode (paired: the rounds share the machine's state)."""
+    runs = {mode: [] for mode in args.modes}
+    for k in range(args.repeat):
+        for mode in args.modes if k % 2 == 0 else args.modes[::-1]:
+            runs[mode].append(timed(mode, args.section, args.students))
+            r = runs[mode][-1]
+            print(f"round {k + 1} {mode:26s} {r['seconds']:7.1f} s  CPU {r['cpu_s']:7.1f} s", flush=True)
+    first = args.modes[0]
+    print(f"\n{args.students} students of {args.section}, {args.repeat} interleaved rounds")
+    print(f"{'mode':26s} {'CPU s per round':40s} {'median':>7s} {'wall median':>11s} {'CPU - ' + first:>24s}")
+    for mode, rs in runs.items():
+        cpu = [r["cpu_s"] for r in rs]
+        diffs = [r["cpu_s"] - f["cpu_s"] for r, f in zip(rs, runs[first])]
+        print(
+            f"{mode:26s} {' '.join(f'{c:.1f}' for c in cpu):40s} {statistics.median(cpu):7.1f}"
+            f" {statistics.median(r['seconds'] for r in rs):11.1f}"
+            f" {' '.join(f'{d:+.1f}' for d in diffs):>24s}"
+        )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json:
+        args.json.write_text(json.dumps({"section": args.section, "students": args.students, "rounds": runs}, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--section", default="s04_1")
@@ -286,9 +348,18 @@ def main(argv=None) -> int:
         action="store_true",
         help="also grade a class twice as large in every mode: fixed start-up CPU and CPU per extra student",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="grade the class this many times in every mode, interleaved (the modes' order reversed every other "
+        "round), and print each mode's runs, median and the paired CPU differences to the first mode",
+    )
     args = parser.parse_args(argv)
     ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans below come here: their CPU counts
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores", flush=True)
+    if args.repeat > 1:
+        return interleaved(args)
     runs = {}
     for mode in args.modes:
         runs[mode] = timed(mode, args.section, args.students)

@@ -7,6 +7,7 @@ of the run's process, which closes its socket) ends every worker forked from it.
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -33,6 +34,7 @@ def _running(pid: int) -> bool:
 
 def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):
     template = WorkerTemplate(tmp_path)
+    template.start()
     workers = [GradingWorker(tmp_path, Limits(), template) for _ in range(2)]
     try:
         for worker in workers:
@@ -55,6 +57,7 @@ def test_workers_are_forked_from_the_runs_template_and_end_with_it(tmp_path):
 
 def test_a_worker_dies_with_a_killed_template(tmp_path):
     template = WorkerTemplate(tmp_path)
+    template.start()
     worker = GradingWorker(tmp_path, Limits(), template)
     try:
         worker._start()
@@ -70,6 +73,7 @@ def test_a_worker_dies_with_a_killed_template(tmp_path):
 
 def test_when_the_template_fails_workers_are_launched_instead(tmp_path):
     template = WorkerTemplate(tmp_path)
+    template.start()
     first, second = (GradingWorker(tmp_path, Limits(), template) for _ in range(2))
     try:
         first._start()
@@ -82,3 +86,33 @@ def test_when_the_template_fails_workers_are_launched_instead(tmp_path):
         for worker in (first, second):
             worker.kill()
         template.close()
+
+
+def test_the_template_outlives_the_pool_thread_that_forked_a_worker(tmp_path):
+    """The run's own thread starts the template (ThreadExecutor.run): a pool thread that forks a worker and ends,
+    as every pool thread does when the pool shuts down, takes neither the template nor the worker with it."""
+    template = WorkerTemplate(tmp_path)
+    template.start()
+    worker = GradingWorker(tmp_path, Limits(), template)
+    try:
+        thread = threading.Thread(target=worker._start)
+        thread.start()
+        thread.join()
+        time.sleep(0.5)  # PR_SET_PDEATHSIG would have fired at the thread's end
+        assert _running(template.process.pid) and _running(worker._process.pid)
+        assert _parent(worker._process.pid) == template.process.pid
+    finally:
+        worker.kill()
+        template.close()
+
+
+def test_an_unstarted_template_forks_nothing_and_the_worker_launches(tmp_path):
+    template = WorkerTemplate(tmp_path)
+    worker = GradingWorker(tmp_path, Limits(), template)
+    try:
+        with pytest.raises(RuntimeError, match="not started"):
+            template.fork(tmp_path / "log")
+        worker._start()
+        assert template.process is None and _parent(worker._process.pid) == os.getpid()
+    finally:
+        worker.kill()

@@ -58,7 +58,7 @@ class _WorkerPool:
 
     def __init__(self, course: Path, limits: Limits, extra_args=()):
         self.course, self.limits = course, limits
-        self.template = WorkerTemplate(course, extra_args)  # its process starts with the first worker
+        self.template = WorkerTemplate(course, extra_args)
         self._local = threading.local()
         self._all: list[GradingWorker] = []
         self._lock = threading.Lock()
@@ -94,6 +94,7 @@ class ThreadExecutor:
         if not jobs:
             return  # no template, no zygote: nothing to grade
         pool = _WorkerPool(self.course, self.limits, self.extra_args)
+        pool.template.start()  # a child of this thread, which outlives the pool's threads
         began = time.perf_counter()
 
         def one(job: Job) -> JobResult:
@@ -108,9 +109,6 @@ class ThreadExecutor:
                 futures = {threads.submit(one, job): job for job in jobs}
                 for future in as_completed(futures):
                     on_result(futures[future], _result(future, futures[future]))
-                # while the pool's threads live: the template dies with the thread that started it
-                # (PR_SET_PDEATHSIG), and its workers with it, so stopping them after shutdown would find them killed
-                pool.stop()
         finally:
             pool.stop()
 

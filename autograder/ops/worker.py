@@ -201,9 +201,9 @@ class WorkerTemplate:
     forks workers on request, and the one kernel zygote they all fork their kernels from.
 
     ``course``, ``extra_args``: the run's course folder and nbgrader arguments (which say whether kernels are
-    forked, and from which compilation cache). Started on the first :meth:`fork`, by that worker's thread (it
-    dies with that thread, ``PR_SET_PDEATHSIG``: a pool thread, which lives until the pool shuts down); ends
-    when :meth:`close` closes its socket, or when the run's process dies; the workers forked from it die with it. Its output, and
+    forked, and from which compilation cache). Started by :meth:`start`, from the thread that owns the run (it
+    dies with that thread, ``PR_SET_PDEATHSIG``); ends when :meth:`close` closes its socket, or when the run's
+    process dies; the workers forked from it die with it. Its output, and
     its zygote's, goes to a log of its own beside the workers' logs."""
 
     def __init__(self, course: Path, extra_args=()):
@@ -228,18 +228,29 @@ class WorkerTemplate:
             theirs.close()
         self._conn = ours
 
+    def start(self) -> None:
+        """Start the template process, as a child of the calling thread: call it from the thread that owns the
+        run, which outlives every worker thread. A template that cannot start is recorded as failed (its workers
+        are then launched)."""
+        with self._lock:
+            if self.process is not None or self._failed:
+                return
+            try:
+                self._start()
+            except OSError as exc:
+                self._failed = f"the grading worker template did not start: {type(exc).__name__}: {exc}"
+
     def fork(self, log_path: Path) -> tuple[fork_server.ForkedProcess, Connection]:
         """A new worker for the run's course, writing to ``log_path``, and the job connection to it. Raises
-        ``RuntimeError`` when the template failed (then, and from then on, without waiting again)."""
+        ``RuntimeError`` when the template was not started or failed (then, and from then on, without waiting
+        again)."""
         ours, theirs = socket.socketpair()
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             with self._lock:  # the first request also waits for the template's imports
-                if self._failed:
-                    raise RuntimeError(self._failed)
+                if self._failed or self.process is None:
+                    raise RuntimeError(self._failed or "the grading worker template was not started")
                 try:
-                    if self.process is None:
-                        self._start()
                     message = json.dumps({"course": str(self.course)}).encode()
                     socket.send_fds(self._conn, [message], [theirs.fileno(), log])
                     reply, fds = fork_server.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
