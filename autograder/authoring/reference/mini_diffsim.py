@@ -55,7 +55,7 @@ from autograder.kernel_support.mini_diffsim_p4 import window_loss
 from autograder.authoring import messages
 from autograder.authoring import spread as spread_
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this assignment recognises ---------------------------------------------------------
 
@@ -160,22 +160,28 @@ def _step_and_jacobians(x, u, h, system, integrator):
     return step(x, u), A, B
 
 
-def _one_step_variant(what, **replace):
-    """next_states (what = "x") or step_jacobians (what = "AB"), with integrators replaced by name."""
-    names = tuple(replace.get(n, n) for n in INTEGRATOR_NAMES)
-
-    def fn(system, x, u, h):
-        out = []
-        for name in names:
-            x_next, A, B = (np.asarray(a) for a in _step_and_jacobians(*_as_f(x, u, h), system=system, integrator=name))
-            out += [x_next] if what == "x" else [A, B]
-        return tuple(out)
-
-    return fn
+def _one_step(system, x, u, h, what, integrators):
+    """The next states (what = "x") or the Jacobians (what = "AB") of the ``integrators`` (names)."""
+    out = []
+    for name in integrators:
+        x_next, A, B = (np.asarray(a) for a in _step_and_jacobians(*_as_f(x, u, h), system=system, integrator=name))
+        out += [x_next] if what == "x" else [A, B]
+    return tuple(out)
 
 
-next_states = _one_step_variant("x")
-step_jacobians = _one_step_variant("AB")
+def next_states(system, x, u, h, integrators=INTEGRATOR_NAMES):
+    """x_{k+1} of each integrator (``integrators``: the catalogued mistakes replace one)."""
+    return _one_step(system, x, u, h, "x", integrators)
+
+
+def step_jacobians(system, x, u, h, integrators=INTEGRATOR_NAMES):
+    """(A, B) of each integrator (``integrators``: the catalogued mistakes replace one)."""
+    return _one_step(system, x, u, h, "AB", integrators)
+
+
+def _replaced(**replace):
+    """INTEGRATOR_NAMES with integrators replaced by name."""
+    return tuple(replace.get(n, n) for n in INTEGRATOR_NAMES)
 
 
 #: the systems of the one-step cases and the public cases' step sizes
@@ -206,16 +212,13 @@ def _step_cases():
 _LABELS = {"explicit_euler": "显式欧拉", "semi_implicit_euler": "半隐式欧拉", "rk4": "RK4"}
 
 
-def _integrator_mistakes(what):
-    return {
-        "explicit_euler": Mistake(
-            messages.EXPLICIT_EULER, _one_step_variant(what, semi_implicit_euler="explicit_euler")
-        ),
-        "mds_semi_position_first": Mistake(
-            MDS_SEMI_POSITION_FIRST, _one_step_variant(what, semi_implicit_euler="semi_position_first")
-        ),
-        "mds_rk4_full_stages": Mistake(MDS_RK4_FULL_STAGES, _one_step_variant(what, rk4="rk4_full_stages")),
-    }
+_INTEGRATOR_MISTAKES = {
+    "explicit_euler": Variant(messages.EXPLICIT_EULER, integrators=_replaced(semi_implicit_euler="explicit_euler")),
+    "mds_semi_position_first": Variant(
+        MDS_SEMI_POSITION_FIRST, integrators=_replaced(semi_implicit_euler="semi_position_first")
+    ),
+    "mds_rk4_full_stages": Variant(MDS_RK4_FULL_STAGES, integrators=_replaced(rk4="rk4_full_stages")),
+}
 
 
 _MINI_DIFFSIM_P1_CHECKS = (
@@ -224,14 +227,14 @@ _MINI_DIFFSIM_P1_CHECKS = (
         _step_cases,
         reference=next_states,
         outputs=tuple(Output(f"{_LABELS[n]}的下一步状态") for n in INTEGRATOR_NAMES),
-        mistakes=_integrator_mistakes("x"),
+        mistakes=_INTEGRATOR_MISTAKES,
     ),
     Check(
         "step_jacobians",
         _step_cases,
         reference=step_jacobians,
         outputs=tuple(Output(f"{_LABELS[n]}的 {m}") for n in INTEGRATOR_NAMES for m in ("A", "B")),
-        mistakes=_integrator_mistakes("AB"),
+        mistakes=_INTEGRATOR_MISTAKES,
     ),
 )
 
@@ -259,17 +262,14 @@ def _step_check_values(x, u, h, d, eps, system, integrator):
     return _ad_and_differences(lambda z: 0.5 * jnp.sum(step(z[:nx], z[nx:]) ** 2), jnp.concatenate([x, u]), d, eps)
 
 
-def _step_check_variant(scheme="central", normalise=True, stop_exclusive=False):
-    def fn(system, integrator, x, u, h, direction, eps_list):
-        d = np.asarray(direction, dtype=np.float64)
-        d = d / np.linalg.norm(d) if normalise else d
-        values = _step_check_values(*_as_f(x, u, h, d, eps_list), system=system, integrator=integrator)
-        return _check_result(*values, scheme, stop_exclusive)
-
-    return fn
-
-
-step_check = _step_check_variant()
+def step_check(
+    system, integrator, x, u, h, direction, eps_list, scheme="central", normalise=True, stop_exclusive=False
+):
+    """(AD, central differences, plateau) of the one-step check; the keywords switch to the catalogued mistakes."""
+    d = np.asarray(direction, dtype=np.float64)
+    d = d / np.linalg.norm(d) if normalise else d
+    values = _step_check_values(*_as_f(x, u, h, d, eps_list), system=system, integrator=integrator)
+    return _check_result(*values, scheme, stop_exclusive)
 
 
 def _step_check_numpy(system, integrator, x, u, h, direction, eps_list):
@@ -379,16 +379,9 @@ def _norms_vs_horizon(x0, us, h, system, integrator, variant=None):
     return jnp.concatenate([jnp.zeros(1), norms[:-1]]) if variant == "shifted" else norms
 
 
-def _horizon_variant(variant=None):
-    def fn(system, integrator, x0, us, h):
-        return np.asarray(_norms_vs_horizon(*_as_f(x0, us, h), system=system, integrator=integrator, variant=variant))
-
-    return fn
-
-
-def grad_norm_horizon(system, integrator, x0, us, h):
-    """||dx_k/du_0||_2 for k = 1..N, shape (N,)."""
-    return _horizon_variant()(system, integrator, x0, us, h)
+def grad_norm_horizon(system, integrator, x0, us, h, variant=None):
+    """||dx_k/du_0||_2 for k = 1..N, shape (N,) (``variant``: a catalogued mistake)."""
+    return np.asarray(_norms_vs_horizon(*_as_f(x0, us, h), system=system, integrator=integrator, variant=variant))
 
 
 _MINI_DIFFSIM_P1_CHECKS += (
@@ -402,9 +395,9 @@ _MINI_DIFFSIM_P1_CHECKS += (
             Output("误差平台 [start, stop]", "integer"),
         ),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _step_check_variant(scheme="forward")),
-            "mds_direction_unnormalised": Mistake(MDS_DIRECTION_UNNORMALISED, _step_check_variant(normalise=False)),
-            "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _step_check_variant(stop_exclusive=True)),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "mds_direction_unnormalised": Variant(MDS_DIRECTION_UNNORMALISED, normalise=False),
+            "mds_plateau_stop_exclusive": Variant(MDS_PLATEAU_STOP_EXCLUSIVE, stop_exclusive=True),
         },
     ),
     Check(
@@ -413,8 +406,8 @@ _MINI_DIFFSIM_P1_CHECKS += (
         reference=grad_norm_horizon,
         outputs=(Output("‖∂x_k/∂u_0‖，k = 1..N"),),
         mistakes={
-            "mds_norm_shifted": Mistake(MDS_NORM_SHIFTED, _horizon_variant("shifted")),
-            "mds_norm_last_input": Mistake(MDS_NORM_LAST_INPUT, _horizon_variant("last_input")),
+            "mds_norm_shifted": Variant(MDS_NORM_SHIFTED, variant="shifted"),
+            "mds_norm_last_input": Variant(MDS_NORM_LAST_INPUT, variant="last_input"),
         },
     ),
 )
@@ -458,15 +451,10 @@ def _force_curves(phi, phi_dot, k, c, beta, pen_variant=None, sp_variant=None):
     )
 
 
-def _curves_variant(pen_variant=None, sp_variant=None):
-    def fn(phi, phi_dot, k, c, beta):
-        out = _force_curves(*_as_f(phi, phi_dot, k, c, beta), pen_variant=pen_variant, sp_variant=sp_variant)
-        return tuple(np.asarray(a) for a in out)
-
-    return fn
-
-
-force_curves = _curves_variant()
+def force_curves(phi, phi_dot, k, c, beta, pen_variant=None, sp_variant=None):
+    """(penalty force, softplus force, their derivatives in phi); the keywords: the catalogued mistakes of a law."""
+    out = _force_curves(*_as_f(phi, phi_dot, k, c, beta), pen_variant=pen_variant, sp_variant=sp_variant)
+    return tuple(np.asarray(a) for a in out)
 
 
 def _curve_cases():
@@ -507,10 +495,10 @@ _MINI_DIFFSIM_P2_CHECKS = (
             Output("softplus 力对 φ 的导数"),
         ),
         mistakes={
-            "mds_penalty_no_damping": Mistake(MDS_PENALTY_NO_DAMPING, _curves_variant(pen_variant="no_damping")),
-            "mds_damper_ungated": Mistake(MDS_DAMPER_UNGATED, _curves_variant(pen_variant="ungated")),
-            "mds_softplus_on_force": Mistake(MDS_SOFTPLUS_ON_FORCE, _curves_variant(sp_variant="on_force")),
-            "mds_softplus_rate_gated": Mistake(MDS_SOFTPLUS_RATE_GATED, _curves_variant(sp_variant="rate_gated")),
+            "mds_penalty_no_damping": Variant(MDS_PENALTY_NO_DAMPING, pen_variant="no_damping"),
+            "mds_damper_ungated": Variant(MDS_DAMPER_UNGATED, pen_variant="ungated"),
+            "mds_softplus_on_force": Variant(MDS_SOFTPLUS_ON_FORCE, sp_variant="on_force"),
+            "mds_softplus_rate_gated": Variant(MDS_SOFTPLUS_RATE_GATED, sp_variant="rate_gated"),
         },
     ),
 )
@@ -537,25 +525,21 @@ def _sweep_one(k, beta, y0, v0, h, law, n_steps):
     return trajectory(x0), jax.jacfwd(trajectory)(x0)
 
 
-def _sweep_variant(force="law", grad="max"):
-    def fn(law, ks, beta, y0, v0, h, n_steps):
-        depth, peak, gnorm = [], [], []
-        for k in np.asarray(ks, dtype=np.float64):
-            xs, sens = (np.asarray(a) for a in _sweep_one(*_as_f(k, beta, y0, v0, h), law=law, n_steps=int(n_steps)))
-            y, v = xs[:, 0], xs[:, 1]
-            depth.append(np.max(np.maximum(0.0, -y)))
-            lam = k * np.maximum(0.0, -y) if force == "spring" else _force(law, y, v, k, SWEEP_DAMPING, float(beta))
-            peak.append(np.max(lam))
-            norms = np.linalg.norm(sens, axis=(1, 2))
-            gnorm.append(norms[-1] if grad == "final" else np.max(norms))
-        return np.array(depth), np.array(peak), np.array(gnorm)
+def contact_sweep(law, ks, beta, y0, v0, h, n_steps, force="law", grad="max"):
+    """(max_k max(0, -y_k), max_k lambda(y_k, v_k), max_k ||dx_k/dx_0||_F), k = 0..N, per stiffness; the keywords
+    switch to the catalogued mistakes. The student's version also takes ``integrator`` (grading passes
+    cl.semi_implicit_euler)."""
+    depth, peak, gnorm = [], [], []
+    for k in np.asarray(ks, dtype=np.float64):
+        xs, sens = (np.asarray(a) for a in _sweep_one(*_as_f(k, beta, y0, v0, h), law=law, n_steps=int(n_steps)))
+        y, v = xs[:, 0], xs[:, 1]
+        depth.append(np.max(np.maximum(0.0, -y)))
+        lam = k * np.maximum(0.0, -y) if force == "spring" else _force(law, y, v, k, SWEEP_DAMPING, float(beta))
+        peak.append(np.max(lam))
+        norms = np.linalg.norm(sens, axis=(1, 2))
+        gnorm.append(norms[-1] if grad == "final" else np.max(norms))
+    return np.array(depth), np.array(peak), np.array(gnorm)
 
-    return fn
-
-
-#: (max_k max(0, -y_k), max_k lambda(y_k, v_k), max_k ||dx_k/dx_0||_F), k = 0..N, per stiffness; the
-#: student's version also takes ``integrator`` (grading passes cl.semi_implicit_euler)
-contact_sweep = _sweep_variant()
 
 #: one step size and one N for all cases: a jitted rollout compiles once per law
 SWEEP_H, SWEEP_STEPS = 0.002, 250
@@ -577,7 +561,7 @@ def _draw_sweep_case(rng, base):
 def _sweep_acceptable(case) -> bool:
     """Every stiffness penetrates the ground, and the peak sensitivity is not the final one (1e-6 apart at least)."""
     depth, _, peak = contact_sweep(**case)
-    final = _sweep_variant(grad="final")(**case)[2]
+    final = contact_sweep(**case, grad="final")[2]
     return bool(np.all(depth > 0) and np.all(peak > (1 + 1e-6) * final))
 
 
@@ -647,8 +631,8 @@ _MINI_DIFFSIM_P2_CHECKS += (
         reference=contact_sweep,
         outputs=(Output("最大穿透深度"), Output("法向力峰值"), Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F")),
         mistakes={
-            "mds_peak_spring_only": Mistake(MDS_PEAK_SPRING_ONLY, _sweep_variant(force="spring")),
-            "mds_grad_final_only": Mistake(MDS_GRAD_FINAL_ONLY, _sweep_variant(grad="final")),
+            "mds_peak_spring_only": Variant(MDS_PEAK_SPRING_ONLY, force="spring"),
+            "mds_grad_final_only": Variant(MDS_GRAD_FINAL_ONLY, grad="final"),
         },
     ),
 )
@@ -661,18 +645,14 @@ def _boundary_values(x0, beta, d, eps, law):
     return _ad_and_differences(lambda x: step(x, jnp.zeros(1), p)[1], x0, d, eps)  # L(x0) = v_1
 
 
-def _boundary_variant(scheme="central", stop_exclusive=False):
-    def fn(law, x0, beta, direction, eps_list):
-        d = np.asarray(direction, dtype=np.float64)
-        values = _boundary_values(*_as_f(x0, beta, d / np.linalg.norm(d), eps_list), law=law)
-        return _check_result(*values, scheme, stop_exclusive)
+def boundary_check(law, x0, beta, direction, eps_list, scheme="central", stop_exclusive=False):
+    """(AD, central differences (E,), plateau) of L(x0) = v_1 near the contact boundary; the keywords switch to the
+    catalogued mistakes. The student's version also takes ``integrator`` and ``find_plateau`` (grading passes
+    cl.semi_implicit_euler and find_plateau)."""
+    d = np.asarray(direction, dtype=np.float64)
+    values = _boundary_values(*_as_f(x0, beta, d / np.linalg.norm(d), eps_list), law=law)
+    return _check_result(*values, scheme, stop_exclusive)
 
-    return fn
-
-
-#: (AD, central differences (E,), plateau) of L(x0) = v_1 near the contact boundary; the student's version
-#: also takes ``integrator`` and ``find_plateau`` (grading passes cl.semi_implicit_euler and find_plateau)
-boundary_check = _boundary_variant()
 
 #: FD values differ by rounding only: 1e-16 |v_1| / eps <= 1e-8 at eps = 1e-8, below 1e-8 relative to
 #: max |FD| (>= 1) on the hidden cases; a forward difference is off by >= 1e-2 there.
@@ -683,7 +663,7 @@ def _boundary_acceptable(case) -> bool:
     """Every relative error far from the threshold (rounding cannot move the plateau), a plateau to find, the FD
     column's scale at least 1 (BOUNDARY_FD_RTOL's argument), and a forward difference 1e-4 away (100 bands)."""
     ad, fd, plateau = boundary_check(**case)
-    forward = _boundary_variant(scheme="forward")(**case)[1]
+    forward = boundary_check(**case, scheme="forward")[1]
     return bool(
         _clear_of_threshold(relative_error(ad, fd))
         and plateau[0] >= 0
@@ -788,8 +768,8 @@ _MINI_DIFFSIM_P2_CHECKS += (
             Output("误差平台 [start, stop]", "integer"),
         ),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _boundary_variant(scheme="forward")),
-            "mds_plateau_stop_exclusive": Mistake(MDS_PLATEAU_STOP_EXCLUSIVE, _boundary_variant(stop_exclusive=True)),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "mds_plateau_stop_exclusive": Variant(MDS_PLATEAU_STOP_EXCLUSIVE, stop_exclusive=True),
         },
     ),
 )
@@ -819,12 +799,10 @@ def _window_loss_jit(theta, x_starts, horizon, value, switches, step=task_step):
     return loss, terms, states
 
 
-def _loss_variant(variant=None):
-    def fn(theta, x_starts, horizon, value):
-        out = _window_loss_jit(*_as_f(theta, x_starts), int(horizon), value, jnp.asarray(_LOSS_VARIANTS[variant]))
-        return tuple(np.asarray(a) for a in out)
-
-    return fn
+def graded_window_loss(theta, x_starts, horizon, value, variant=None):
+    """(L, terms, states) of the window loss with the terminal value named ``value`` (``variant``: _LOSS_VARIANTS)."""
+    out = _window_loss_jit(*_as_f(theta, x_starts), int(horizon), value, jnp.asarray(_LOSS_VARIANTS[variant]))
+    return tuple(np.asarray(a) for a in out)
 
 
 _LOSS_VALUES = ((8, "hidden"), (16, "zero"), (32, "hidden"))
@@ -840,7 +818,7 @@ def _loss_cases():
         seed = 77_300 + horizon
         while True:  # the first batch in which some window ends below the ground (x_h penetrates)
             x_starts = np.asarray(start_states(seed, 0)).round(6)
-            if np.any(_loss_variant()(theta, x_starts, horizon, value)[2][:, -1, 0] < -1e-4):
+            if np.any(graded_window_loss(theta, x_starts, horizon, value)[2][:, -1, 0] < -1e-4):
                 break
             seed += 1
         cases.append({"theta": theta, "x_starts": x_starts, "horizon": horizon, "value": value})
@@ -858,17 +836,17 @@ _MINI_DIFFSIM_P3_CHECKS = (
     Check(
         "window_loss",
         _loss_cases,
-        reference=_loss_variant(),
+        reference=graded_window_loss,
         outputs=(
             Output("窗口损失 L", rtol=WINDOW_RTOL),
             Output("损失分项 [跟踪, 控制, 穿透, 终端]", rtol=WINDOW_RTOL),
             Output("窗口状态 (B, h+1, 2)", rtol=WINDOW_RTOL),
         ),
         mistakes={
-            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _loss_variant("no_terminal")),
-            "mds_batch_sum": Mistake(MDS_BATCH_SUM, _loss_variant("batch_sum")),
-            "mds_cost_at_next_state": Mistake(MDS_COST_AT_NEXT_STATE, _loss_variant("cost_at_next_state")),
-            "mds_pen_at_current_state": Mistake(MDS_PEN_AT_CURRENT_STATE, _loss_variant("pen_at_current_state")),
+            "mds_no_terminal": Variant(MDS_NO_TERMINAL, variant="no_terminal"),
+            "mds_batch_sum": Variant(MDS_BATCH_SUM, variant="batch_sum"),
+            "mds_cost_at_next_state": Variant(MDS_COST_AT_NEXT_STATE, variant="cost_at_next_state"),
+            "mds_pen_at_current_state": Variant(MDS_PEN_AT_CURRENT_STATE, variant="pen_at_current_state"),
         },
     ),
 )
@@ -944,24 +922,23 @@ def _train_run(seed, horizon, n_iterations, value, switches, clip_on, step=task_
     return norms, used, losses, jnp.stack([evaluate(theta0), evaluate(theta)])
 
 
-def _train_variant(loss_variant=None, clip_on=True, record="raw"):
-    def fn(horizon, n_iterations, seed, value):
-        run = _train_run(
-            int(seed),
-            int(horizon),
-            int(n_iterations),
-            value,
-            jnp.asarray(_LOSS_VARIANTS[loss_variant]),
-            jnp.asarray(clip_on),
-        )
-        norms, used, losses, evals = (np.asarray(a) for a in run)
-        if record == "after_clip":
-            norms = used
-        elif record == "clipped_is_raw":
-            used = norms
-        return norms, used, losses, evals
-
-    return fn
+def training_run(horizon, n_iterations, seed, value, loss_variant=None, clip_on=True, record="raw"):
+    """(raw norms, clipped norms, window losses, eval before/after) of the clipped SGD run; the keywords switch to
+    the catalogued mistakes (a window loss of _LOSS_VARIANTS, no clipping, the wrong norm recorded)."""
+    run = _train_run(
+        int(seed),
+        int(horizon),
+        int(n_iterations),
+        value,
+        jnp.asarray(_LOSS_VARIANTS[loss_variant]),
+        jnp.asarray(clip_on),
+    )
+    norms, used, losses, evals = (np.asarray(a) for a in run)
+    if record == "after_clip":
+        norms = used
+    elif record == "clipped_is_raw":
+        used = norms
+    return norms, used, losses, evals
 
 
 #: Short runs, compared value by value: every choice is fixed by the spec (starts, loss, optimiser, order
@@ -1023,7 +1000,7 @@ _MINI_DIFFSIM_P3_CHECKS += (
     Check(
         "train",
         _train_cases,
-        reference=_train_variant(),
+        reference=training_run,
         outputs=(
             Output("裁剪前的梯度范数", rtol=TRAIN_RTOL),
             Output("裁剪后的梯度范数", rtol=TRAIN_RTOL),
@@ -1031,11 +1008,11 @@ _MINI_DIFFSIM_P3_CHECKS += (
             Output("评估损失 [训练前, 训练后]", rtol=TRAIN_RTOL),
         ),
         mistakes={
-            "mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _train_variant(record="after_clip")),
-            "mds_clipped_is_raw": Mistake(MDS_CLIPPED_IS_RAW, _train_variant(record="clipped_is_raw")),
-            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _train_variant("no_terminal")),
-            "mds_batch_sum": Mistake(MDS_BATCH_SUM, _train_variant("batch_sum")),
-            "mds_no_clip": Mistake(MDS_NO_CLIP, _train_variant(clip_on=False)),
+            "mds_norm_after_clip": Variant(MDS_NORM_AFTER_CLIP, record="after_clip"),
+            "mds_clipped_is_raw": Variant(MDS_CLIPPED_IS_RAW, record="clipped_is_raw"),
+            "mds_no_terminal": Variant(MDS_NO_TERMINAL, loss_variant="no_terminal"),
+            "mds_batch_sum": Variant(MDS_BATCH_SUM, loss_variant="batch_sum"),
+            "mds_no_clip": Variant(MDS_NO_CLIP, clip_on=False),
         },
     ),
 )
@@ -1054,8 +1031,9 @@ _LONG_RUN = {"horizon": 32, "n_iterations": 25, "seed": 28, "value": "hidden"}
 _LONG_PUBLIC = {"horizon": 32, "n_iterations": 25, "seed": 41, "value": "public"}
 
 
-def _long_variant(**variant):
-    return lambda **case: long_run_summary(_train_variant(**variant)(**case), CLIP)
+def long_run(horizon, n_iterations, seed, value, **switches):
+    """long_run_summary of :func:`training_run` (its switches: the catalogued mistakes)."""
+    return long_run_summary(training_run(horizon, n_iterations, seed, value, **switches), CLIP)
 
 
 def _long_acceptable(case) -> bool:
@@ -1066,7 +1044,7 @@ def _long_acceptable(case) -> bool:
     reference = _train_outputs(case)
     runs = [reference, *(_train_outputs(case, scale) for scale in _PERTURBED_SCALES)]
     summaries = [long_run_summary(run, CLIP) for run in runs]
-    unclipped = _long_variant(clip_on=False)(**case)
+    unclipped = long_run(**case, clip_on=False)
     return bool(
         all([int(f) for f in summary[1:]] == [1, 1, 1, 1] for summary in summaries)
         and all(np.max(run[0]) > 2 * SPIKE and run[3][1] <= 0.9 * run[3][0] for run in runs)
@@ -1079,7 +1057,7 @@ def _long_run_cases():
     """The hidden run draws its seed each term (horizon, budget and terminal value stay), redrawn until the run is
     robust (_long_acceptable): the check grades properties that a faithful implementation must meet too."""
     if case_value(False, True):
-        assert [int(f) for f in _long_variant()(**_LONG_PUBLIC)[1:]] == [1, 1, 1, 1]
+        assert [int(f) for f in long_run(**_LONG_PUBLIC)[1:]] == [1, 1, 1, 1]
         return [_LONG_PUBLIC]
     rng = case_rng(77_303)
     return [draw_until(lambda: {**_LONG_RUN, "seed": _draw_seed(rng)}, _long_acceptable)]
@@ -1089,7 +1067,7 @@ _MINI_DIFFSIM_P3_CHECKS += (
     Check(
         "train_long",
         _long_run_cases,
-        reference=_long_variant(),
+        reference=long_run,
         outputs=(
             Output(f"前 {LONG_PREFIX} 次迭代的 [裁剪前的梯度范数, 窗口损失]", rtol=TRAIN_RTOL),
             Output("性质检查“全程没有 NaN/Inf（梯度范数、损失、评估损失）”", "integer"),
@@ -1098,9 +1076,9 @@ _MINI_DIFFSIM_P3_CHECKS += (
             Output("性质检查“评估损失下降（训练后 < 训练前）”", "integer"),
         ),
         mistakes={
-            "mds_norm_after_clip": Mistake(MDS_NORM_AFTER_CLIP, _long_variant(record="after_clip")),
-            "mds_no_terminal": Mistake(MDS_NO_TERMINAL, _long_variant(loss_variant="no_terminal")),
-            "mds_no_clip": Mistake(MDS_NO_CLIP, _long_variant(clip_on=False)),
+            "mds_norm_after_clip": Variant(MDS_NORM_AFTER_CLIP, record="after_clip"),
+            "mds_no_terminal": Variant(MDS_NO_TERMINAL, loss_variant="no_terminal"),
+            "mds_no_clip": Variant(MDS_NO_CLIP, clip_on=False),
         },
     ),
 )
@@ -1159,11 +1137,9 @@ def _panel_run(seed, horizon, n_iterations, value, variant=None, step=task_step,
     return jax.lax.scan(iteration, (theta0, opt.init(theta0)), jnp.arange(n_iterations))[1]
 
 
-def _panel_variant(variant=None):
-    def fn(horizon, n_iterations, seed, value):
-        return tuple(np.asarray(a) for a in _panel_run(int(seed), int(horizon), int(n_iterations), value, variant))
-
-    return fn
+def panel_data(horizon, n_iterations, seed, value, variant=None):
+    """The panel's rows of the training run (``variant``: a catalogued mistake)."""
+    return tuple(np.asarray(a) for a in _panel_run(int(seed), int(horizon), int(n_iterations), value, variant))
 
 
 #: Hidden panel runs: a seed unseen in the notebook (which uses 0), the hidden terminal value. Both runs
@@ -1237,7 +1213,7 @@ _MINI_DIFFSIM_P4_CHECKS = (
     Check(
         "panel_data",
         _panel_cases,
-        reference=_panel_variant(),
+        reference=panel_data,
         outputs=(
             Output("loss 分项 (n, 4)", rtol=PANEL_RTOL),
             Output("梯度范数", rtol=PANEL_RTOL),
@@ -1247,9 +1223,9 @@ _MINI_DIFFSIM_P4_CHECKS = (
             Output("有限差分误差", rtol=PANEL_FD_RTOL),
         ),
         mistakes={
-            "mds_panel_after_update": Mistake(MDS_PANEL_AFTER_UPDATE, _panel_variant("after_update")),
-            "mds_contact_by_force": Mistake(MDS_CONTACT_BY_FORCE, _panel_variant("contact_by_force")),
-            "mds_fd_forward": Mistake(MDS_FD_FORWARD, _panel_variant("fd_forward")),
+            "mds_panel_after_update": Variant(MDS_PANEL_AFTER_UPDATE, variant="after_update"),
+            "mds_contact_by_force": Variant(MDS_CONTACT_BY_FORCE, variant="contact_by_force"),
+            "mds_fd_forward": Variant(MDS_FD_FORWARD, variant="fd_forward"),
         },
     ),
 )

@@ -75,6 +75,31 @@ def _shifted_horizon(u, dt, shift):
     return g / per_step * (per_step + shift * dt**2)
 
 
+def _no_residual(u, dt):
+    """h^2 (N - i): the chain rule without the residual (x_N - 1)."""
+    return dt**2 * (len(u) - np.arange(len(u)))
+
+
+def _fd_explicit_euler(u, dt, eps):
+    return analytic_grad(u, dt, "explicit_euler"), 2 * len(u)
+
+
+def _fd_forward(u, dt, eps):
+    return fd_grad(u, dt, eps, "forward")[0], 2 * len(u)
+
+
+def _rollouts_n(u, dt, eps):
+    return analytic_grad(u, dt), len(u)
+
+
+def _rollouts_n_plus_one(u, dt, eps):
+    return analytic_grad(u, dt), len(u) + 1
+
+
+def _rollouts_one(u, dt, eps):
+    return analytic_grad(u, dt), 1
+
+
 _S04_1_EX1_CHECKS = (
     Check(
         "fd_grad",
@@ -83,27 +108,24 @@ _S04_1_EX1_CHECKS = (
         # the count alone is easy to get right: the gradient carries two thirds of each case
         outputs=(Output("中心差分梯度", "finite_difference", weight=2.0), Output("仿真次数", "integer", weight=1.0)),
         mistakes={
-            "explicit_euler": Mistake(
-                messages.EXPLICIT_EULER, lambda u, dt, eps: (analytic_grad(u, dt, "explicit_euler"), 2 * len(u))
-            ),
-            "forward_difference": Mistake(
-                messages.FORWARD_DIFFERENCE, lambda u, dt, eps: (fd_grad(u, dt, eps, "forward")[0], 2 * len(u))
-            ),
-            "rollouts_n": Mistake(ROLLOUTS_N, lambda u, dt, eps: (analytic_grad(u, dt), len(u))),
-            "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, lambda u, dt, eps: (analytic_grad(u, dt), len(u) + 1)),
-            "rollouts_one": Mistake(ROLLOUTS_ONE, lambda u, dt, eps: (analytic_grad(u, dt), 1)),
+            "explicit_euler": Mistake(messages.EXPLICIT_EULER, _fd_explicit_euler),
+            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _fd_forward),
+            "rollouts_n": Mistake(ROLLOUTS_N, _rollouts_n),
+            "rollouts_n_plus_one": Mistake(ROLLOUTS_N_PLUS_ONE, _rollouts_n_plus_one),
+            "rollouts_one": Mistake(ROLLOUTS_ONE, _rollouts_one),
         },
     ),
     Check(
         "analytic_grad",
         _cases,
         reference=lambda u, dt: analytic_grad(u, dt),
+        variant_of=analytic_grad,
         outputs=(Output("解析梯度", "exact"),),
         mistakes={
-            "explicit_euler": Mistake(messages.EXPLICIT_EULER, lambda u, dt: analytic_grad(u, dt, "explicit_euler")),
-            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, lambda u, dt: _shifted_horizon(u, dt, -1)),
-            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, lambda u, dt: _shifted_horizon(u, dt, +1)),
-            "no_residual": Mistake(NO_RESIDUAL, lambda u, dt: dt**2 * (len(u) - np.arange(len(u)))),
+            "explicit_euler": Variant(messages.EXPLICIT_EULER, integrator="explicit_euler"),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, partial(_shifted_horizon, shift=-1)),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, partial(_shifted_horizon, shift=+1)),
+            "no_residual": Mistake(NO_RESIDUAL, _no_residual),
         },
     ),
 )
@@ -266,11 +288,12 @@ _SYSID_VARIANTS = {
 }
 
 
-def _sysid_output(index):
-    def ref(p, us, xs, **variant):
-        return fb_sysid_loss_and_grad(p, us, xs, **variant)[index]
+def sysid_loss(p, us, xs, **variant):
+    return fb_sysid_loss_and_grad(p, us, xs, **variant)[0]
 
-    return ref
+
+def sysid_grad(p, us, xs, **variant):
+    return fb_sysid_loss_and_grad(p, us, xs, **variant)[1]
 
 
 _S04_1_EX2_CHECKS = (
@@ -278,29 +301,23 @@ _S04_1_EX2_CHECKS = (
         "simulate",
         _fb_sim_cases,
         reference=lambda p, us, x0: fb_simulate(p, us, x0),
+        variant_of=fb_simulate,
         outputs=(Output("状态轨迹", "exact"),),
-        mistakes={
-            name: Mistake(message, partial(lambda p, us, x0, v: fb_simulate(p, us, x0, **v), v=v))
-            for name, (message, v) in _SIM_VARIANTS.items()
-        },
+        mistakes={name: Variant(message, **v) for name, (message, v) in _SIM_VARIANTS.items()},
     ),
     Check(
         "sysid_loss",
         _fb_sysid_cases,
-        reference=_sysid_output(0),
+        reference=sysid_loss,
         outputs=(Output("辨识损失", "exact"),),
-        mistakes={
-            name: Mistake(message, partial(_sysid_output(0), **v)) for name, (message, v) in _SYSID_VARIANTS.items()
-        },
+        mistakes={name: Variant(message, **v) for name, (message, v) in _SYSID_VARIANTS.items()},
     ),
     Check(
         "sysid_grad",
         _fb_sysid_cases,
-        reference=_sysid_output(1),
+        reference=sysid_grad,
         outputs=(Output("损失对 p 的梯度", "exact"),),
-        mistakes={
-            name: Mistake(message, partial(_sysid_output(1), **v)) for name, (message, v) in _SYSID_VARIANTS.items()
-        },
+        mistakes={name: Variant(message, **v) for name, (message, v) in _SYSID_VARIANTS.items()},
     ),
     Check(
         "sensitivity_rank",

@@ -19,7 +19,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, drawing_key
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -134,14 +134,12 @@ def _lipm_euler(h_com, dt):
     return np.eye(2) + dt * a_c, dt * b_c
 
 
-def _lipm_integrator(name):
-    def ab(h_com, dt):
-        step = cl.make_integrator(name, cl.lipm, dt)
-        return _step_jacobians(
-            step, jnp.array([0.05, 0.1]), jnp.array([0.02]), cl.LIPMParams(gravity=GRAVITY, height=h_com)
-        )
-
-    return ab
+def _lipm_integrator(h_com, dt, integrator):
+    """A, B of one step of a course_lib integrator (not the exact discretisation)."""
+    step = cl.make_integrator(integrator, cl.lipm, dt)
+    return _step_jacobians(
+        step, jnp.array([0.05, 0.1]), jnp.array([0.02]), cl.LIPMParams(gravity=GRAVITY, height=h_com)
+    )
 
 
 def _lipm_rectangle(h_com, dt):
@@ -157,6 +155,10 @@ def _lipm_inverted(h_com, dt):
     return lipm_ab(h_com, dt, omega_sq=h_com / GRAVITY)
 
 
+def _lipm_ab_continuous(h_com, dt):
+    return _lipm_continuous(h_com)
+
+
 def sensitivity(h_com, dt, N, ab=lipm_ab):
     """dx_N/du_0 by differentiating an N-step rollout of x_{k+1} = A x_k + B u_k (equals A^(N-1) B)."""
     a, b = (jnp.asarray(m) for m in ab(h_com, dt))
@@ -167,14 +169,12 @@ def sensitivity(h_com, dt, N, ab=lipm_ab):
     return np.asarray(jax.jacobian(final_state)(jnp.zeros((int(N), 1)))[:, 0, :])
 
 
-def _power_sensitivity(shift, ab=lipm_ab):
-    def fn(h_com, dt, N):
-        a, b = ab(h_com, dt)
-        power = int(N) - 1 + shift
-        m = np.linalg.matrix_power(a, power) if power >= 0 else np.linalg.matrix_power(np.linalg.inv(a), -power)
-        return m @ b
-
-    return fn
+def _power_sensitivity(h_com, dt, N, shift):
+    """A^(N-1+shift) B: the sensitivity with the horizon off by ``shift``."""
+    a, b = lipm_ab(h_com, dt)
+    power = int(N) - 1 + shift
+    m = np.linalg.matrix_power(a, power) if power >= 0 else np.linalg.matrix_power(np.linalg.inv(a), -power)
+    return m @ b
 
 
 def _ex2_ab_cases():
@@ -199,12 +199,14 @@ _S04_2_EX2_CHECKS = (
         outputs=_AB_OUTPUTS,
         mistakes={
             "lipm_explicit_euler": Mistake(LIPM_EXPLICIT_EULER, _lipm_euler),
-            "lipm_semi_implicit_euler": Mistake(LIPM_SEMI_IMPLICIT_EULER, _lipm_integrator("semi_implicit_euler")),
-            "lipm_rk4": Mistake(LIPM_RK4, _lipm_integrator("rk4")),
+            "lipm_semi_implicit_euler": Mistake(
+                LIPM_SEMI_IMPLICIT_EULER, functools.partial(_lipm_integrator, integrator="semi_implicit_euler")
+            ),
+            "lipm_rk4": Mistake(LIPM_RK4, functools.partial(_lipm_integrator, integrator="rk4")),
             "lipm_omega_without_sqrt": Mistake(LIPM_OMEGA_WITHOUT_SQRT, _lipm_no_sqrt),
             "lipm_omega_inverted": Mistake(LIPM_OMEGA_INVERTED, _lipm_inverted),
             "lipm_rectangle_b": Mistake(LIPM_RECTANGLE_B, _lipm_rectangle),
-            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, lambda h_com, dt: _lipm_continuous(h_com)),
+            "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _lipm_ab_continuous),
         },
     ),
     Check(
@@ -213,17 +215,11 @@ _S04_2_EX2_CHECKS = (
         reference=sensitivity,
         outputs=(Output("∂x_N/∂u_0", "exact"),),
         mistakes={
-            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, _power_sensitivity(+1)),
-            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, _power_sensitivity(-1)),
-            "lipm_explicit_euler": Mistake(
-                LIPM_EXPLICIT_EULER, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_euler)
-            ),
-            "lipm_omega_inverted": Mistake(
-                LIPM_OMEGA_INVERTED, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_inverted)
-            ),
-            "lipm_omega_without_sqrt": Mistake(
-                LIPM_OMEGA_WITHOUT_SQRT, lambda h_com, dt, N: sensitivity(h_com, dt, N, ab=_lipm_no_sqrt)
-            ),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, functools.partial(_power_sensitivity, shift=+1)),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, functools.partial(_power_sensitivity, shift=-1)),
+            "lipm_explicit_euler": Variant(LIPM_EXPLICIT_EULER, ab=_lipm_euler),
+            "lipm_omega_inverted": Variant(LIPM_OMEGA_INVERTED, ab=_lipm_inverted),
+            "lipm_omega_without_sqrt": Variant(LIPM_OMEGA_WITHOUT_SQRT, ab=_lipm_no_sqrt),
         },
     ),
 )
@@ -255,6 +251,10 @@ def _continuous_jacobians(xs, us, dt):
     return np.asarray(a), np.asarray(b)
 
 
+def _transposed_steps(xs, us, dt):
+    return tuple(np.swapaxes(m, 1, 2) if i == 0 else m for i, m in enumerate(step_jacobians(xs, us, dt)))
+
+
 def step_norms(As, kind=2):
     return np.array([np.linalg.norm(a, kind) for a in As])
 
@@ -276,6 +276,22 @@ def product_log10_sv(As):
     return np.log10(np.linalg.svd(_products(np.asarray(As)), compute_uv=False))
 
 
+def _ascending_sv(As):
+    return product_log10_sv(As)[:, ::-1]
+
+
+def _step_log10_sv(As):
+    return np.log10(np.linalg.svd(np.asarray(As), compute_uv=False))
+
+
+def _natural_log_sv(As):
+    return np.log(10.0) * product_log10_sv(As)
+
+
+def _product_log10_sv_minus_one(As):
+    return product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]]))
+
+
 def cumulative_grad_norms(As, Bs):
     """g_k = ||A_k ... A_1 B_0||_2 = ||dx_{k+1}/du_0||_2, k = 0..N-1."""
     g, out = np.asarray(Bs[0]), []
@@ -284,6 +300,14 @@ def cumulative_grad_norms(As, Bs):
             g = a @ g
         out.append(np.linalg.norm(g, 2))
     return np.array(out)
+
+
+def _grad_norms_plus_one(As, Bs):
+    return np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))])
+
+
+def _norm_product(As, Bs):
+    return np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]]))
 
 
 def _ex3_rollouts():
@@ -342,18 +366,9 @@ _S04_2_EX3_CHECKS = (
         reference=step_jacobians,
         outputs=(Output("A_k 序列", "exact"), Output("B_k 序列", "exact")),
         mistakes={
-            "explicit_euler": Mistake(
-                messages.EXPLICIT_EULER, lambda xs, us, dt: step_jacobians(xs, us, dt, integrator="explicit_euler")
-            ),
-            "chain_shifted_states": Mistake(
-                CHAIN_SHIFTED_STATES, lambda xs, us, dt: step_jacobians(xs, us, dt, offset=1)
-            ),
-            "chain_transposed_steps": Mistake(
-                CHAIN_TRANSPOSED_STEPS,
-                lambda xs, us, dt: tuple(
-                    np.swapaxes(m, 1, 2) if i == 0 else m for i, m in enumerate(step_jacobians(xs, us, dt))
-                ),
-            ),
+            "explicit_euler": Variant(messages.EXPLICIT_EULER, integrator="explicit_euler"),
+            "chain_shifted_states": Variant(CHAIN_SHIFTED_STATES, offset=1),
+            "chain_transposed_steps": Mistake(CHAIN_TRANSPOSED_STEPS, _transposed_steps),
             "ab_continuous_time": Mistake(AB_CONTINUOUS_TIME, _continuous_jacobians),
         },
     ),
@@ -363,7 +378,7 @@ _S04_2_EX3_CHECKS = (
         reference=step_norms,
         outputs=(Output("逐步谱范数", "exact"),),
         mistakes={
-            "chain_frobenius": Mistake(CHAIN_FROBENIUS, lambda As: step_norms(As, "fro")),
+            "chain_frobenius": Variant(CHAIN_FROBENIUS, kind="fro"),
             "chain_spectral_radius": Mistake(CHAIN_SPECTRAL_RADIUS, _spectral_radius),
         },
     ),
@@ -375,15 +390,10 @@ _S04_2_EX3_CHECKS = (
         # the method, so exact agreement to 1e4 eps is not attainable: compare to 1.5e-5 of max |log10 sigma|.
         outputs=(Output("乘积奇异值的 log10", "finite_difference"),),
         mistakes={
-            "chain_ascending": Mistake(CHAIN_ASCENDING, lambda As: product_log10_sv(As)[:, ::-1]),
-            "chain_step_singular_values": Mistake(
-                CHAIN_STEP_SINGULAR_VALUES, lambda As: np.log10(np.linalg.svd(np.asarray(As), compute_uv=False))
-            ),
-            "chain_natural_log": Mistake(CHAIN_NATURAL_LOG, lambda As: np.log(10.0) * product_log10_sv(As)),
-            "horizon_minus_one": Mistake(
-                messages.HORIZON_MINUS_ONE,
-                lambda As: product_log10_sv(np.concatenate([np.eye(2)[None], np.asarray(As)[:-1]])),
-            ),
+            "chain_ascending": Mistake(CHAIN_ASCENDING, _ascending_sv),
+            "chain_step_singular_values": Mistake(CHAIN_STEP_SINGULAR_VALUES, _step_log10_sv),
+            "chain_natural_log": Mistake(CHAIN_NATURAL_LOG, _natural_log_sv),
+            "horizon_minus_one": Mistake(messages.HORIZON_MINUS_ONE, _product_log10_sv_minus_one),
         },
     ),
     Check(
@@ -392,14 +402,8 @@ _S04_2_EX3_CHECKS = (
         reference=cumulative_grad_norms,
         outputs=(Output("累计梯度范数", "exact"),),
         mistakes={
-            "horizon_plus_one": Mistake(
-                messages.HORIZON_PLUS_ONE,
-                lambda As, Bs: np.array([np.linalg.norm(m @ Bs[0], 2) for m in _products(np.asarray(As))]),
-            ),
-            "chain_norm_product": Mistake(
-                CHAIN_NORM_PRODUCT,
-                lambda As, Bs: np.linalg.norm(Bs[0], 2) * np.cumprod(np.concatenate([[1.0], step_norms(As)[1:]])),
-            ),
+            "horizon_plus_one": Mistake(messages.HORIZON_PLUS_ONE, _grad_norms_plus_one),
+            "chain_norm_product": Mistake(CHAIN_NORM_PRODUCT, _norm_product),
         },
     ),
 )

@@ -18,7 +18,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -156,23 +156,24 @@ def _mask_cases():
     return cases
 
 
-def _amp_variant(explicit=None, implicit=None, midpoint=None):
-    def fn(h, a):
-        ref = amplification_factors(h, a)
-        z = np.asarray(h) * np.asarray(a)
-        return tuple(ref[i] if alt is None else alt(z) for i, alt in enumerate((explicit, implicit, midpoint)))
-
-    return fn
+#: amplification factors of catalogued mistakes that are no method's
+_MISTAKEN_R = {"implicit_sign": lambda z: 1 / (1 + z), "midpoint_full_step": lambda z: 1 + z + z**2}
 
 
-def _mask_variant(explicit=None, implicit=None, midpoint=None, real_only=False, invert=False):
-    def fn(z_re, z_im):
-        z = np.asarray(z_re) + (0.0 if real_only else 1j) * np.asarray(z_im)
-        names = (explicit or "explicit_euler", implicit or "implicit_euler", midpoint or "explicit_midpoint")
-        masks = tuple(_mask(name, z) for name in names)
-        return tuple(~m for m in masks) if invert else masks
+def _amplification(h, a, explicit=None, implicit=None, midpoint=None):
+    """amplification_factors, a method's factor replaced by the closed form R named (_CLOSED_R, _MISTAKEN_R)."""
+    ref = amplification_factors(h, a)
+    z = np.asarray(h) * np.asarray(a)
+    forms = {**_CLOSED_R, **_MISTAKEN_R}
+    return tuple(ref[i] if alt is None else forms[alt](z) for i, alt in enumerate((explicit, implicit, midpoint)))
 
-    return fn
+
+def _masks(z_re, z_im, explicit=None, implicit=None, midpoint=None, real_only=False, invert=False):
+    """The three masks in closed form; the keywords switch to the catalogued mistakes."""
+    z = np.asarray(z_re) + (0.0 if real_only else 1j) * np.asarray(z_im)
+    names = (explicit or "explicit_euler", implicit or "implicit_euler", midpoint or "explicit_midpoint")
+    masks = tuple(_mask(name, z) for name in names)
+    return tuple(~m for m in masks) if invert else masks
 
 
 _AMP_OUTPUTS = (
@@ -187,38 +188,30 @@ _S04_3_EX1_CHECKS = (
         "amplification_factors",
         _amp_cases,
         reference=amplification_factors,
+        variant_of=_amplification,
         outputs=_AMP_OUTPUTS,
         mistakes={
-            "s043_amp_explicit_is_implicit": Mistake(
-                S043_AMP_EXPLICIT_IS_IMPLICIT, _amp_variant(explicit=_CLOSED_R["implicit_euler"])
-            ),
-            "s043_amp_implicit_at_xk": Mistake(
-                S043_AMP_IMPLICIT_AT_XK, _amp_variant(implicit=_CLOSED_R["explicit_euler"])
-            ),
-            "s043_amp_implicit_sign": Mistake(S043_AMP_IMPLICIT_SIGN, _amp_variant(implicit=lambda z: 1 / (1 + z))),
-            "s043_midpoint_full_step": Mistake(S043_MIDPOINT_FULL_STEP, _amp_variant(midpoint=lambda z: 1 + z + z**2)),
-            "s043_midpoint_implicit": Mistake(
-                S043_MIDPOINT_IMPLICIT, _amp_variant(midpoint=_CLOSED_R["implicit_midpoint"])
-            ),
-            "s043_midpoint_is_euler": Mistake(
-                S043_MIDPOINT_IS_EULER, _amp_variant(midpoint=_CLOSED_R["explicit_euler"])
-            ),
+            "s043_amp_explicit_is_implicit": Variant(S043_AMP_EXPLICIT_IS_IMPLICIT, explicit="implicit_euler"),
+            "s043_amp_implicit_at_xk": Variant(S043_AMP_IMPLICIT_AT_XK, implicit="explicit_euler"),
+            "s043_amp_implicit_sign": Variant(S043_AMP_IMPLICIT_SIGN, implicit="implicit_sign"),
+            "s043_midpoint_full_step": Variant(S043_MIDPOINT_FULL_STEP, midpoint="midpoint_full_step"),
+            "s043_midpoint_implicit": Variant(S043_MIDPOINT_IMPLICIT, midpoint="implicit_midpoint"),
+            "s043_midpoint_is_euler": Variant(S043_MIDPOINT_IS_EULER, midpoint="explicit_euler"),
         },
     ),
     Check(
         "stability_mask",
         _mask_cases,
         reference=stability_mask,
+        variant_of=_masks,
         outputs=_MASK_OUTPUTS,
         mistakes={
-            "s043_mask_inverted": Mistake(S043_MASK_INVERTED, _mask_variant(invert=True)),
-            "s043_mask_euler_swapped": Mistake(
-                S043_MASK_EULER_SWAPPED, _mask_variant(explicit="implicit_euler", implicit="explicit_euler")
+            "s043_mask_inverted": Variant(S043_MASK_INVERTED, invert=True),
+            "s043_mask_euler_swapped": Variant(
+                S043_MASK_EULER_SWAPPED, explicit="implicit_euler", implicit="explicit_euler"
             ),
-            "s043_mask_real_part_only": Mistake(S043_MASK_REAL_PART_ONLY, _mask_variant(real_only=True)),
-            "s043_mask_midpoint_implicit": Mistake(
-                S043_MASK_MIDPOINT_IMPLICIT, _mask_variant(midpoint="implicit_midpoint")
-            ),
+            "s043_mask_real_part_only": Variant(S043_MASK_REAL_PART_ONLY, real_only=True),
+            "s043_mask_midpoint_implicit": Variant(S043_MASK_MIDPOINT_IMPLICIT, midpoint="implicit_midpoint"),
         },
     ),
 )
@@ -281,15 +274,14 @@ def _step(x, h, k, method, variant=None, matrix="I-hJ"):
     return _jit_step(x, h, k, jnp.asarray(_MODELS[variant]), method=method, matrix=matrix)
 
 
-def _one_step(method, variant=None, matrix="I-hJ"):
-    def fn(x, h, k):
-        return np.asarray(_step(jnp.asarray(x), h, k, method=method, variant=variant, matrix=matrix))
-
-    return fn
+def step_explicit(x, h, k, method="explicit", variant=None):
+    """x_{k+1} of explicit Euler; the keywords switch to the catalogued mistakes (another method, another model)."""
+    return np.asarray(_step(jnp.asarray(x), h, k, method=method, variant=variant, matrix="I-hJ"))
 
 
-step_explicit = _one_step("explicit")
-step_implicit = _one_step("implicit")
+def step_implicit(x, h, k, variant=None, matrix="I-hJ"):
+    """x_{k+1} of implicit Euler; the keywords switch to the catalogued mistakes (another model, another matrix)."""
+    return np.asarray(_step(jnp.asarray(x), h, k, method="implicit", variant=variant, matrix=matrix))
 
 
 def _energy(x, k, variant=None):
@@ -338,10 +330,12 @@ def _final_sensitivities(x0, h, ks, n_steps, method, variant=None):
     return _jit_sensitivities(x0, h, ks, n_steps, jnp.asarray(_MODELS[variant]), method=method)
 
 
-def _grad_norms(x0, h, n_steps, ks, dynamics=None, components=slice(None), log=np.log10):
+def _grad_norms(x0, h, n_steps, ks, shift=0, dynamics=None, components=slice(None), log=np.log10):
     out = []
     for method in ("explicit", "implicit"):
-        sens = _final_sensitivities(jnp.asarray(x0), h, jnp.asarray(ks), n_steps, method=method, variant=dynamics)
+        sens = _final_sensitivities(
+            jnp.asarray(x0), h, jnp.asarray(ks), n_steps + shift, method=method, variant=dynamics
+        )
         out.append(log(np.linalg.norm(np.asarray(sens)[:, components], axis=1)))
     return tuple(out)
 
@@ -388,9 +382,9 @@ _S04_3_EX2_CHECKS = (
         reference=step_explicit,
         outputs=_STEP_OUTPUTS,
         mistakes={
-            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, _one_step("explicit", "coupling_sign")),
-            "s043_masses_swapped": Mistake(S043_MASSES_SWAPPED, _one_step("explicit", "masses_swapped")),
-            "semi_implicit_euler": Mistake(messages.SEMI_IMPLICIT_EULER, _one_step("semi_implicit")),
+            "s043_coupling_sign": Variant(S043_COUPLING_SIGN, variant="coupling_sign"),
+            "s043_masses_swapped": Variant(S043_MASSES_SWAPPED, variant="masses_swapped"),
+            "semi_implicit_euler": Variant(messages.SEMI_IMPLICIT_EULER, method="semi_implicit"),
         },
     ),
     Check(
@@ -400,43 +394,31 @@ _S04_3_EX2_CHECKS = (
         outputs=_STEP_OUTPUTS,
         mistakes={
             "s043_implicit_used_explicit": Mistake(S043_IMPLICIT_USED_EXPLICIT, step_explicit),
-            "s043_implicit_matrix_sign": Mistake(S043_IMPLICIT_MATRIX_SIGN, _one_step("implicit", matrix="I+hJ")),
-            "s043_implicit_transposed": Mistake(S043_IMPLICIT_TRANSPOSED, _one_step("implicit", matrix="transposed")),
-            "s043_coupling_sign": Mistake(S043_COUPLING_SIGN, _one_step("implicit", "coupling_sign")),
-            "s043_masses_swapped": Mistake(S043_MASSES_SWAPPED, _one_step("implicit", "masses_swapped")),
+            "s043_implicit_matrix_sign": Variant(S043_IMPLICIT_MATRIX_SIGN, matrix="I+hJ"),
+            "s043_implicit_transposed": Variant(S043_IMPLICIT_TRANSPOSED, matrix="transposed"),
+            "s043_coupling_sign": Variant(S043_COUPLING_SIGN, variant="coupling_sign"),
+            "s043_masses_swapped": Variant(S043_MASSES_SWAPPED, variant="masses_swapped"),
         },
     ),
     Check(
         "energy_rollout",
         _energy_cases,
         reference=energy_rollout,
+        variant_of=_energy_rollout,
         outputs=(Output("显式欧拉轨迹上的能量", "exact"), Output("隐式欧拉轨迹上的能量", "exact")),
         mistakes={
-            "s043_energy_no_coupling": Mistake(
-                S043_ENERGY_NO_COUPLING,
-                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_coupling"),
-            ),
-            "s043_energy_coupling_q2": Mistake(
-                S043_ENERGY_COUPLING_Q2,
-                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_coupling_q2"),
-            ),
-            "s043_energy_no_wall": Mistake(
-                S043_ENERGY_NO_WALL,
-                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, energy="s043_energy_no_wall"),
-            ),
-            "s043_energy_shifted": Mistake(
-                S043_ENERGY_SHIFTED, lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, shift=1)
-            ),
-            "s043_coupling_sign": Mistake(
-                S043_COUPLING_SIGN,
-                lambda x0, h, k, n_steps: _energy_rollout(x0, h, k, n_steps, dynamics="coupling_sign"),
-            ),
+            "s043_energy_no_coupling": Variant(S043_ENERGY_NO_COUPLING, energy="s043_energy_no_coupling"),
+            "s043_energy_coupling_q2": Variant(S043_ENERGY_COUPLING_Q2, energy="s043_energy_coupling_q2"),
+            "s043_energy_no_wall": Variant(S043_ENERGY_NO_WALL, energy="s043_energy_no_wall"),
+            "s043_energy_shifted": Variant(S043_ENERGY_SHIFTED, shift=1),
+            "s043_coupling_sign": Variant(S043_COUPLING_SIGN, dynamics="coupling_sign"),
         },
     ),
     Check(
         "grad_norm_sweep",
         _grad_cases,
         reference=grad_norm_sweep,
+        variant_of=_grad_norms,
         outputs=(
             Output("显式欧拉的 log10‖∂x_N/∂k‖", "exact"),
             # at k = 5000 the implicit sensitivity is ~1e-8 after cancellation: inv(I - hJ)^N with jacrev lands
@@ -445,22 +427,11 @@ _S04_3_EX2_CHECKS = (
             Output("隐式欧拉的 log10‖∂x_N/∂k‖", "exact", rtol=1e-8),
         ),
         mistakes={
-            "horizon_minus_one": Mistake(
-                messages.HORIZON_MINUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps - 1, ks)
-            ),
-            "horizon_plus_one": Mistake(
-                messages.HORIZON_PLUS_ONE, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps + 1, ks)
-            ),
-            "s043_natural_log": Mistake(
-                S043_NATURAL_LOG, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, log=np.log)
-            ),
-            "s043_norm_positions_only": Mistake(
-                S043_NORM_POSITIONS_ONLY,
-                lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, components=slice(0, 2)),
-            ),
-            "s043_coupling_sign": Mistake(
-                S043_COUPLING_SIGN, lambda x0, h, n_steps, ks: _grad_norms(x0, h, n_steps, ks, dynamics="coupling_sign")
-            ),
+            "horizon_minus_one": Variant(messages.HORIZON_MINUS_ONE, shift=-1),
+            "horizon_plus_one": Variant(messages.HORIZON_PLUS_ONE, shift=+1),
+            "s043_natural_log": Variant(S043_NATURAL_LOG, log=np.log),
+            "s043_norm_positions_only": Variant(S043_NORM_POSITIONS_ONLY, components=slice(0, 2)),
+            "s043_coupling_sign": Variant(S043_COUPLING_SIGN, dynamics="coupling_sign"),
         },
     ),
 )

@@ -157,42 +157,37 @@ def naive_ball_step(x, h, g, e):
     return x_next, float(dv[0]), float(dv[1])
 
 
-def _naive_variant(kind):
-    def fn(x, h, g, e):
-        y, v = float(x[0]), float(x[1])
-        if kind == "exact":
-            x_next, _ = ball_step(x, h, g, e)
-            return (x_next, *ball_step_dv(x, h, g, e))
-        if kind == "explicit":
-            y_next, v_next = y + v * h - 0.5 * g * h * h, v - g * h
-        else:
-            v_next = v - g * h
-            y_next = y + h * v_next
-        if y_next >= 0 or kind == "no_flip":
-            return np.array([y_next, v_next]), h, 1.0
-        return np.array([y_next, -e * v_next]), h, (e if kind == "dv_sign" else -e)
-
-    return fn
+def _naive_closed_form(x, h, g, e, kind="semi_implicit"):
+    """naive_ball_step in closed form; ``kind`` switches to a catalogued mistake."""
+    y, v = float(x[0]), float(x[1])
+    if kind == "exact":
+        x_next, _ = ball_step(x, h, g, e)
+        return (x_next, *ball_step_dv(x, h, g, e))
+    if kind == "explicit":
+        y_next, v_next = y + v * h - 0.5 * g * h * h, v - g * h
+    else:
+        v_next = v - g * h
+        y_next = y + h * v_next
+    if y_next >= 0 or kind == "no_flip":
+        return np.array([y_next, v_next]), h, 1.0
+    return np.array([y_next, -e * v_next]), h, (e if kind == "dv_sign" else -e)
 
 
 def _no_restitution(x, h, g, e):
     return ball_step(x, h, g, 1.0)
 
 
-def _impact_variant(root="positive", reflect="v_minus"):
-    """The exact step with the negative root for t*, or reflecting the end-of-step velocity v - g h."""
-
-    def fn(x, h, g, e):
-        if not _hits(x, h, g):
-            return ball_step(x, h, g, e)
-        y, v = float(x[0]), float(x[1])
-        speed = np.sqrt(v * v + 2.0 * g * y)
-        t_star = (v + speed) / g if root == "positive" else (v - speed) / g
-        v_sharp = -e * ((v - g * t_star) if reflect == "v_minus" else (v - g * h))
-        tau = h - t_star
-        return np.array([v_sharp * tau - 0.5 * g * tau * tau, v_sharp - g * tau]), 1
-
-    return fn
+def _impact_closed_form(x, h, g, e, root="positive", reflect="v_minus"):
+    """The exact step in closed form; the mistakes: the negative root for t*, or reflecting the end-of-step
+    velocity v - g h."""
+    if not _hits(x, h, g):
+        return ball_step(x, h, g, e)
+    y, v = float(x[0]), float(x[1])
+    speed = np.sqrt(v * v + 2.0 * g * y)
+    t_star = (v + speed) / g if root == "positive" else (v - speed) / g
+    v_sharp = -e * ((v - g * t_star) if reflect == "v_minus" else (v - g * h))
+    tau = h - t_star
+    return np.array([v_sharp * tau - 0.5 * g * tau * tau, v_sharp - g * tau]), 1
 
 
 def _stop_at_impact(x, h, g, e):
@@ -202,25 +197,23 @@ def _stop_at_impact(x, h, g, e):
     return np.array([0.0, -e * v_minus]), 1
 
 
-def _dv_variant(kind):
-    def fn(x, h, g, e):
-        if not _hits(x, h, g):
-            return h, 1.0
-        t_star, v_minus, tau, _, v_plus = _impact_parts(x, h, g, e)
-        if kind == "naive":
-            return h, -e
-        if kind == "tstar_fixed":
-            return -e * tau, -e
-        if kind == "tstar_sign":
-            dt_dv = t_star / v_minus
-            dsharp = -e * (1.0 - g * dt_dv)
-            return dsharp * tau - v_plus * dt_dv, dsharp + g * dt_dv
-        # "no_restitution": d v#/dv written as -(dv-/dv), the rest right
-        dt_dv = -t_star / v_minus
-        dsharp = -(1.0 - g * dt_dv)
+def _dv_mistake(x, h, g, e, kind):
+    """(d y_{k+1}/d v_k, d v_{k+1}/d v_k) of the catalogued mistake ``kind``."""
+    if not _hits(x, h, g):
+        return h, 1.0
+    t_star, v_minus, tau, _, v_plus = _impact_parts(x, h, g, e)
+    if kind == "naive":
+        return h, -e
+    if kind == "tstar_fixed":
+        return -e * tau, -e
+    if kind == "tstar_sign":
+        dt_dv = t_star / v_minus
+        dsharp = -e * (1.0 - g * dt_dv)
         return dsharp * tau - v_plus * dt_dv, dsharp + g * dt_dv
-
-    return fn
+    # "no_restitution": d v#/dv written as -(dv-/dv), the rest right
+    dt_dv = -t_star / v_minus
+    dsharp = -(1.0 - g * dt_dv)
+    return dsharp * tau - v_plus * dt_dv, dsharp + g * dt_dv
 
 
 def _ball_cases():
@@ -266,14 +259,15 @@ _S04_4_EX1_CHECKS = (
         "ball_step",
         _ball_cases,
         reference=ball_step,
+        variant_of=_impact_closed_form,
         outputs=(Output("下一步状态 x_{k+1} = (y, v)", "exact"), Output("模式编号", "integer")),
         mistakes={
             "s044_naive_flip_end": Mistake(S044_NAIVE_FLIP_END, _naive_flip_end),
             "s044_naive_semi_implicit": Mistake(S044_NAIVE_SEMI_IMPLICIT, _naive_semi_implicit),
             "s044_no_restitution": Mistake(S044_NO_RESTITUTION, _no_restitution),
             "s044_stop_at_impact": Mistake(S044_STOP_AT_IMPACT, _stop_at_impact),
-            "s044_negative_root": Mistake(S044_NEGATIVE_ROOT, _impact_variant(root="negative")),
-            "s044_reflect_v_free": Mistake(S044_REFLECT_V_FREE, _impact_variant(reflect="v_free")),
+            "s044_negative_root": Variant(S044_NEGATIVE_ROOT, root="negative"),
+            "s044_reflect_v_free": Variant(S044_REFLECT_V_FREE, reflect="v_free"),
         },
     ),
     Check(
@@ -282,26 +276,27 @@ _S04_4_EX1_CHECKS = (
         reference=ball_step_dv,
         outputs=(Output("∂y_{k+1}/∂v_k", "exact"), Output("∂v_{k+1}/∂v_k", "exact")),
         mistakes={
-            "s044_dv_naive": Mistake(S044_DV_NAIVE, _dv_variant("naive")),
-            "s044_dv_no_restitution": Mistake(S044_DV_NO_RESTITUTION, _dv_variant("no_restitution")),
-            "s044_dv_tstar_fixed": Mistake(S044_DV_TSTAR_FIXED, _dv_variant("tstar_fixed")),
-            "s044_dv_tstar_sign": Mistake(S044_DV_TSTAR_SIGN, _dv_variant("tstar_sign")),
+            "s044_dv_naive": Mistake(S044_DV_NAIVE, partial(_dv_mistake, kind="naive")),
+            "s044_dv_no_restitution": Mistake(S044_DV_NO_RESTITUTION, partial(_dv_mistake, kind="no_restitution")),
+            "s044_dv_tstar_fixed": Mistake(S044_DV_TSTAR_FIXED, partial(_dv_mistake, kind="tstar_fixed")),
+            "s044_dv_tstar_sign": Mistake(S044_DV_TSTAR_SIGN, partial(_dv_mistake, kind="tstar_sign")),
         },
     ),
     Check(
         "naive_ball_step",
         _ball_cases,
         reference=naive_ball_step,
+        variant_of=_naive_closed_form,
         outputs=(
             Output("朴素映射的下一步状态 x_{k+1} = (y, v)", "exact"),
             Output("朴素映射的 ∂y_{k+1}/∂v_k", "exact"),
             Output("朴素映射的 ∂v_{k+1}/∂v_k", "exact"),
         ),
         mistakes={
-            "s044_naive_no_flip": Mistake(S044_NAIVE_NO_FLIP, _naive_variant("no_flip")),
-            "s044_naive_explicit": Mistake(S044_NAIVE_EXPLICIT, _naive_variant("explicit")),
-            "s044_naive_is_exact": Mistake(S044_NAIVE_IS_EXACT, _naive_variant("exact")),
-            "s044_naive_dv_sign": Mistake(S044_NAIVE_DV_SIGN, _naive_variant("dv_sign")),
+            "s044_naive_no_flip": Variant(S044_NAIVE_NO_FLIP, kind="no_flip"),
+            "s044_naive_explicit": Variant(S044_NAIVE_EXPLICIT, kind="explicit"),
+            "s044_naive_is_exact": Variant(S044_NAIVE_IS_EXACT, kind="exact"),
+            "s044_naive_dv_sign": Variant(S044_NAIVE_DV_SIGN, kind="dv_sign"),
         },
     ),
 )
@@ -334,6 +329,18 @@ def soft_step_grad(z, alpha):
     return np.asarray(_dsoft(jnp.asarray(z.ravel()), alpha)).reshape(z.shape)
 
 
+def _sigmoid_flipped(z, alpha):
+    return _sigmoid(-alpha * np.asarray(z))
+
+
+def _grad_missing_alpha(z, alpha):
+    return soft_step_grad(z, alpha) / alpha
+
+
+def _grad_wrt_alpha(z, alpha):
+    return np.asarray(z) * soft_step_grad(z, alpha) / alpha
+
+
 def _soft_cases():
     """Five (z, alpha): alpha from 0.5 to 2000; every z set has a point near the step (|alpha z| < 1), so the
     reference's magnitude is the bump's, and the two largest alphas reach |alpha z| of 750 and 1000."""
@@ -355,9 +362,7 @@ _S04_4_EX2_CHECKS = (
         reference=soft_step,
         outputs=(Output("σ(αz)", "exact"),),
         nonfinite_hint=S044_OVERFLOW,
-        mistakes={
-            "s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, lambda z, alpha: _sigmoid(-alpha * np.asarray(z)))
-        },
+        mistakes={"s044_sigmoid_flipped": Mistake(S044_SIGMOID_FLIPPED, _sigmoid_flipped)},
     ),
     Check(
         "soft_step_grad",
@@ -366,12 +371,8 @@ _S04_4_EX2_CHECKS = (
         outputs=(Output("导数 dσ(αz)/dz", "exact"),),
         nonfinite_hint=S044_OVERFLOW,
         mistakes={
-            "s044_grad_missing_alpha": Mistake(
-                S044_GRAD_MISSING_ALPHA, lambda z, alpha: soft_step_grad(z, alpha) / alpha
-            ),
-            "s044_grad_wrt_alpha": Mistake(
-                S044_GRAD_WRT_ALPHA, lambda z, alpha: np.asarray(z) * soft_step_grad(z, alpha) / alpha
-            ),
+            "s044_grad_missing_alpha": Mistake(S044_GRAD_MISSING_ALPHA, _grad_missing_alpha),
+            "s044_grad_wrt_alpha": Mistake(S044_GRAD_WRT_ALPHA, _grad_wrt_alpha),
         },
     ),
 )
@@ -629,6 +630,10 @@ def fobg_terms(theta, w, alpha, at_theta=False):
     return soft_step_grad(z, alpha)
 
 
+def _fobg_missing_alpha(theta, w, alpha):
+    return fobg_terms(theta, w, alpha) / alpha
+
+
 def zobg_terms(theta, w, sigma, alpha, baseline=True, sigma_power=2):
     """(L(theta + w_i) - L(theta)) w_i / sigma^2; the keywords switch to the catalogued mistakes."""
     w = np.asarray(w, dtype=np.float64)
@@ -784,9 +789,7 @@ _S04_4_EX4_CHECKS = (
         outputs=(Output("FoBG 逐样本项", "exact"),),
         mistakes={
             "s044_fobg_at_theta": Variant(S044_FOBG_AT_THETA, at_theta=True),
-            "s044_fobg_missing_alpha": Mistake(
-                S044_GRAD_MISSING_ALPHA, lambda theta, w, alpha: fobg_terms(theta, w, alpha) / alpha
-            ),
+            "s044_fobg_missing_alpha": Mistake(S044_GRAD_MISSING_ALPHA, _fobg_missing_alpha),
         },
     ),
     Check(

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -74,17 +75,18 @@ def graded_penalty_contact(phi, k):
     return kink_as_subgradient(penalty_contact)(phi, k)
 
 
-def _penalty_variant(side="penetration", slope_sign=-1.0, at_zero=-0.25):
-    """A penalty force graded like the student's: the force on ``side``, slope ``slope_sign`` k, ``at_zero`` k at the kink."""
+def _penalty_law(phi, k, side="penetration", slope_sign=-1.0, at_zero=-0.25):
+    """A penalty force in closed form: the force on ``side``, slope ``slope_sign`` k, ``at_zero`` k at the kink."""
+    phi = np.asarray(phi, dtype=np.float64)
+    inside = phi < 0 if side == "penetration" else phi > 0
+    lam = k * np.where(inside, np.abs(phi), 0.0)
+    slope = np.where(inside, slope_sign * k, np.where(phi == 0, at_zero * k, 0.0))
+    return lam, slope
 
-    def fn(phi, k):
-        phi = np.asarray(phi, dtype=np.float64)
-        inside = phi < 0 if side == "penetration" else phi > 0
-        lam = k * np.where(inside, np.abs(phi), 0.0)
-        slope = np.where(inside, slope_sign * k, np.where(phi == 0, at_zero * k, 0.0))
-        return lam, slope
 
-    return kink_as_subgradient(fn)
+def _graded_penalty_law(phi, k, **switches):
+    """:func:`_penalty_law` graded like the student's (through kink_as_subgradient)."""
+    return kink_as_subgradient(partial(_penalty_law, **switches))(phi, k)
 
 
 def _both_sides_and_one_kink(phi) -> bool:
@@ -111,6 +113,7 @@ _S04_5_EX1_CHECKS = (
         "penalty_contact",
         _penalty_cases,
         reference=graded_penalty_contact,
+        variant_of=_graded_penalty_law,
         # at the kink any subgradient is right: the slope is compared where phi != 0, and at phi = 0 only
         # its distance outside [-k, 0] (course_check.adapters.kink_as_subgradient)
         outputs=(
@@ -122,11 +125,9 @@ _S04_5_EX1_CHECKS = (
             ),
         ),
         mistakes={
-            "s045_wrong_side": Mistake(
-                S045_WRONG_SIDE, _penalty_variant(side="separation", slope_sign=1.0, at_zero=0.25)
-            ),
-            "s045_slope_sign": Mistake(S045_SLOPE_SIGN, _penalty_variant(slope_sign=1.0, at_zero=0.25)),
-            "s045_kink_outside": Mistake(S045_KINK_OUTSIDE, _penalty_variant(at_zero=0.25)),
+            "s045_wrong_side": Variant(S045_WRONG_SIDE, side="separation", slope_sign=1.0, at_zero=0.25),
+            "s045_slope_sign": Variant(S045_SLOPE_SIGN, slope_sign=1.0, at_zero=0.25),
+            "s045_kink_outside": Variant(S045_KINK_OUTSIDE, at_zero=0.25),
         },
     ),
 )
@@ -164,19 +165,17 @@ def softplus_contact(phi, k, beta):
     return _law("penetration", phi, k, beta)
 
 
-def _softplus_variant(name):
-    def fn(phi, k, beta):
-        lam, slope = softplus_contact(phi, k, beta)
-        z = -np.asarray(phi, dtype=np.float64) * beta
-        if name == "s045_missing_inv_beta":
-            return beta * lam, beta * slope
-        if name == "s045_sigmoid_sign":
-            return lam, -k * np.exp(-np.logaddexp(0.0, z))
-        if name == "s045_softplus_slope_sign":
-            return lam, -slope
-        return _law("clamp", phi, k, beta)
-
-    return fn
+def _softplus_mistake(phi, k, beta, name):
+    """(lambda, d lambda / d phi) of the catalogued mistake ``name``."""
+    lam, slope = softplus_contact(phi, k, beta)
+    z = -np.asarray(phi, dtype=np.float64) * beta
+    if name == "s045_missing_inv_beta":
+        return beta * lam, beta * slope
+    if name == "s045_sigmoid_sign":
+        return lam, -k * np.exp(-np.logaddexp(0.0, z))
+    if name == "s045_softplus_slope_sign":
+        return lam, -slope
+    return _law("clamp", phi, k, beta)
 
 
 def _softplus_cases():
@@ -213,12 +212,13 @@ _S04_5_EX2_CHECKS = (
         reference=softplus_contact,
         outputs=(Output("接触力 λ", "exact"), Output("导数 dλ/dφ", "exact")),
         mistakes={
-            "s045_softplus_on_clamp": Mistake(S045_SOFTPLUS_ON_CLAMP, _softplus_variant("s045_softplus_on_clamp")),
-            "s045_missing_inv_beta": Mistake(S045_MISSING_INV_BETA, _softplus_variant("s045_missing_inv_beta")),
-            "s045_sigmoid_sign": Mistake(S045_SIGMOID_SIGN, _softplus_variant("s045_sigmoid_sign")),
-            "s045_softplus_slope_sign": Mistake(
-                S045_SOFTPLUS_SLOPE_SIGN, _softplus_variant("s045_softplus_slope_sign")
-            ),
+            name: Mistake(message, partial(_softplus_mistake, name=name))
+            for name, message in (
+                ("s045_softplus_on_clamp", S045_SOFTPLUS_ON_CLAMP),
+                ("s045_missing_inv_beta", S045_MISSING_INV_BETA),
+                ("s045_sigmoid_sign", S045_SIGMOID_SIGN),
+                ("s045_softplus_slope_sign", S045_SOFTPLUS_SLOPE_SIGN),
+            )
         },
         nonfinite_hint=_OVERFLOW_MESSAGE,
     ),

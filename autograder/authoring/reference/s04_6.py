@@ -142,17 +142,18 @@ def _fd_cases():
     return cases
 
 
-def _jac_variant(name):
-    def fn(x, eps=None):
-        jac = analytic_jacobian(x)
-        if name == "s046_cos_sign":
-            jac = jac.copy()
-            jac[1, 0] = -jac[1, 0]
-        elif name == "s046_rows_swapped":
-            jac = jac[::-1].copy()
-        return jac
+def _cos_sign(x):
+    jac = analytic_jacobian(x).copy()
+    jac[1, 0] = -jac[1, 0]
+    return jac
 
-    return fn
+
+def _rows_swapped(x):
+    return analytic_jacobian(x)[::-1].copy()
+
+
+def _fd_is_analytic(x, eps):
+    return analytic_jacobian(x)
 
 
 _S04_6_EX1_CHECKS = (
@@ -162,19 +163,20 @@ _S04_6_EX1_CHECKS = (
         reference=analytic_jacobian,
         outputs=(Output("解析雅可比", "exact"),),
         mistakes={
-            "s046_cos_sign": Mistake(S046_COS_SIGN, _jac_variant("s046_cos_sign")),
-            "s046_rows_swapped": Mistake(S046_ROWS_SWAPPED, _jac_variant("s046_rows_swapped")),
+            "s046_cos_sign": Mistake(S046_COS_SIGN, _cos_sign),
+            "s046_rows_swapped": Mistake(S046_ROWS_SWAPPED, _rows_swapped),
         },
     ),
     Check(
         "fd_jacobian",
         _fd_cases,
         reference=fd_jacobian,
+        variant_of=_fd_jacobian,
         outputs=(Output("中心差分雅可比", rtol=FD_RTOL),),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, lambda x, eps: _fd_jacobian(x, eps, "forward")),
-            "s046_fd_no_half": Mistake(S046_FD_NO_HALF, lambda x, eps: _fd_jacobian(x, eps, "no_half")),
-            "s046_fd_is_analytic": Mistake(S046_FD_IS_ANALYTIC, lambda x, eps: analytic_jacobian(x)),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "s046_fd_no_half": Variant(S046_FD_NO_HALF, scheme="no_half"),
+            "s046_fd_is_analytic": Mistake(S046_FD_IS_ANALYTIC, _fd_is_analytic),
         },
     ),
 )
@@ -240,18 +242,16 @@ def _checks(u, directions, eps, loss, scheme="central", normalise=True, extra_ba
     return np.array(rows), loss.calls
 
 
-def directional_checks(u, directions, eps):
-    """((5, 3) rows of (AD, FD, relative error), number of loss evaluations used), both measured."""
-    return _checks(u, directions, eps, CountedLoss(_loss_jit))
+def directional_checks(u, directions, eps, scheme="central", normalise=True):
+    """((5, 3) rows of (AD, FD, relative error), number of loss evaluations used), both measured; the keywords
+    switch to the catalogued mistakes."""
+    return _checks(u, directions, eps, CountedLoss(_loss_jit), scheme=scheme, normalise=normalise)
 
 
-#: what the grader reports for "loss was never called": compare()'s generic all-zero diagnosis
-#: ("the graph was cut") would otherwise fire on a count of 0 before the named mistake is tried
-def _count_variant(calls):
-    def fn(u, directions, eps):
-        return directional_checks(u, directions, eps)[0], calls
-
-    return fn
+def _counted_as(u, directions, eps, calls):
+    """The right rows with a wrong count ``calls`` (NO_CALLS: what the grader reports for "loss was never called":
+    compare()'s generic all-zero diagnosis, "the graph was cut", would otherwise fire on a count of 0 first)."""
+    return directional_checks(u, directions, eps)[0], calls
 
 
 #: rows band: the student evaluates the same jitted loss at the same points (u +- eps v with v
@@ -289,19 +289,15 @@ _S04_6_EX2_CHECKS = (
         reference=directional_checks,
         outputs=(Output("五行 (AD, FD, 相对误差)", rtol=ROWS_RTOL), Output("loss 的调用次数", "integer")),
         mistakes={
-            "s046_not_normalised": Mistake(
-                S046_NOT_NORMALISED,
-                lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), normalise=False),
+            "s046_not_normalised": Variant(S046_NOT_NORMALISED, normalise=False),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "s046_count_forward_base": Mistake(S046_COUNT_FORWARD_BASE, functools.partial(_counted_as, calls=6)),
+            "s046_count_extra_base": Mistake(S046_COUNT_EXTRA_BASE, functools.partial(_counted_as, calls=11)),
+            "s046_count_zero": Mistake(S046_COUNT_ZERO, functools.partial(_counted_as, calls=NO_CALLS)),
+            "s046_count_double": Mistake(S046_COUNT_DOUBLE, functools.partial(_counted_as, calls=20)),
+            "s046_count_per_coordinate": Mistake(
+                S046_COUNT_PER_COORDINATE, functools.partial(_counted_as, calls=2 * N_STEPS)
             ),
-            "forward_difference": Mistake(
-                messages.FORWARD_DIFFERENCE,
-                lambda u, directions, eps: _checks(u, directions, eps, CountedLoss(_loss_jit), scheme="forward"),
-            ),
-            "s046_count_forward_base": Mistake(S046_COUNT_FORWARD_BASE, _count_variant(6)),
-            "s046_count_extra_base": Mistake(S046_COUNT_EXTRA_BASE, _count_variant(11)),
-            "s046_count_zero": Mistake(S046_COUNT_ZERO, _count_variant(NO_CALLS)),
-            "s046_count_double": Mistake(S046_COUNT_DOUBLE, _count_variant(20)),
-            "s046_count_per_coordinate": Mistake(S046_COUNT_PER_COORDINATE, _count_variant(2 * N_STEPS)),
         },
     ),
 )
@@ -400,24 +396,22 @@ def _graded_reference(points, eps, tol):
     return rel, flags_as_codes(disagree)
 
 
-def _disagreement_variant(name):
-    def fn(points, eps, tol):
-        rel, disagree = ad_fd_disagreement(points, eps, tol)
-        if name == "forward_difference":
-            rel = _measure(points, eps, scheme="forward")
-            disagree = np.max(rel, axis=1) > tol
-        elif name == "s046_abs_error":
-            rel = _measure(points, eps, error="absolute")
-            disagree = np.max(rel, axis=1) > tol
-        elif name == "s046_all_agree":
-            disagree = np.zeros_like(disagree)
-        elif name == "s046_theory_set":
-            disagree = _NON_SMOOTH.copy()
-        else:  # s046_inverted
-            disagree = ~disagree
-        return rel, flags_as_codes(disagree)
-
-    return fn
+def _disagreement_mistake(points, eps, tol, name):
+    """(relative errors, graded codes) of the catalogued mistake ``name``."""
+    rel, disagree = ad_fd_disagreement(points, eps, tol)
+    if name == "forward_difference":
+        rel = _measure(points, eps, scheme="forward")
+        disagree = np.max(rel, axis=1) > tol
+    elif name == "s046_abs_error":
+        rel = _measure(points, eps, error="absolute")
+        disagree = np.max(rel, axis=1) > tol
+    elif name == "s046_all_agree":
+        disagree = np.zeros_like(disagree)
+    elif name == "s046_theory_set":
+        disagree = _NON_SMOOTH.copy()
+    else:  # s046_inverted
+        disagree = ~disagree
+    return rel, flags_as_codes(disagree)
 
 
 #: relerr band: two implementations (vmapped vs a Python loop over points, jnp vs numpy arithmetic)
@@ -479,11 +473,14 @@ _S04_6_EX3_CHECKS = (
         reference=_graded_reference,
         outputs=(Output("AD 与 FD 的相对误差", rtol=REL_RTOL), Output("不一致的变体（布尔）", "integer")),
         mistakes={
-            "s046_all_agree": Mistake(S046_ALL_AGREE, _disagreement_variant("s046_all_agree")),
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _disagreement_variant("forward_difference")),
-            "s046_abs_error": Mistake(S046_ABS_ERROR, _disagreement_variant("s046_abs_error")),
-            "s046_theory_set": Mistake(S046_THEORY_SET, _disagreement_variant("s046_theory_set")),
-            "s046_inverted": Mistake(S046_INVERTED, _disagreement_variant("s046_inverted")),
+            name: Mistake(message, functools.partial(_disagreement_mistake, name=name))
+            for name, message in (
+                ("s046_all_agree", S046_ALL_AGREE),
+                ("forward_difference", messages.FORWARD_DIFFERENCE),
+                ("s046_abs_error", S046_ABS_ERROR),
+                ("s046_theory_set", S046_THEORY_SET),
+                ("s046_inverted", S046_INVERTED),
+            )
         },
     ),
 )
@@ -524,26 +521,63 @@ def _pass_jacobian(z, n_steps, sample_steps):
     return np.asarray(jax.jacfwd(pendulum_map(n_steps, sample_steps))(jnp.asarray(z, dtype=jnp.float64)))
 
 
-def jacobian_forward(z, n_steps, sample_steps, passes=lambda n, m: (n, 0)):
+# pass counts [forward, reverse] of an n-input, m-output map: the reference rules and the catalogued mistakes
+def _no_passes(n, m):
+    return (0, 0)
+
+
+def _one_forward(n, m):
+    return (1, 0)
+
+
+def _one_reverse(n, m):
+    return (0, 1)
+
+
+def _one_each(n, m):
+    return (1, 1)
+
+
+def _forward_per_input(n, m):
+    return (n, 0)
+
+
+def _reverse_per_output(n, m):
+    return (0, m)
+
+
+def _forward_per_input_plus_one(n, m):
+    return (n + 1, 0)
+
+
+def _one_forward_reverse_per_output(n, m):
+    return (1, m)
+
+
+def _fewer(n, m):
+    return (n, 0) if n <= m else (0, m)
+
+
+def _more(n, m):
+    return (0, m) if n <= m else (n, 0)
+
+
+def jacobian_forward(z, n_steps, sample_steps, passes=_forward_per_input):
     """(J of shape (m, n), [forward, reverse] passes): one forward pass per input direction."""
     J = _pass_jacobian(z, n_steps, sample_steps)
     return J, np.array(passes(J.shape[1], J.shape[0]))
 
 
-def jacobian_reverse(z, n_steps, sample_steps, passes=lambda n, m: (0, m)):
+def jacobian_reverse(z, n_steps, sample_steps, passes=_reverse_per_output):
     """(J of shape (m, n), [forward, reverse] passes): one reverse pass per output."""
     J = _pass_jacobian(z, n_steps, sample_steps)
     return J, np.array(passes(J.shape[1], J.shape[0]))
 
 
-def gauss_newton_product(z, n_steps, sample_steps, v, passes=lambda n, m: (1, 1)):
+def gauss_newton_product(z, n_steps, sample_steps, v, passes=_one_each):
     """(J^T J v, [forward, reverse] passes): J v by one forward pass, then J^T (J v) by one reverse pass."""
     J = _pass_jacobian(z, n_steps, sample_steps)
     return J.T @ (J @ np.asarray(v, dtype=np.float64)), np.array(passes(J.shape[1], J.shape[0]))
-
-
-def _fewer(n, m):
-    return (n, 0) if n <= m else (0, m)
 
 
 def jacobian_auto(z, n_steps, sample_steps, passes=_fewer):
@@ -578,10 +612,10 @@ _S04_6_EX4_CHECKS = (
         reference=jacobian_forward,
         outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
         mistakes={
-            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
-            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=lambda n, m: (1, 0)),
-            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=lambda n, m: (n + 1, 0)),
-            "s046_pass_rows_not_columns": Variant(S046_PASS_ROWS_NOT_COLUMNS, passes=lambda n, m: (0, m)),
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=_no_passes),
+            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=_one_forward),
+            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=_forward_per_input_plus_one),
+            "s046_pass_rows_not_columns": Variant(S046_PASS_ROWS_NOT_COLUMNS, passes=_reverse_per_output),
         },
     ),
     Check(
@@ -590,10 +624,10 @@ _S04_6_EX4_CHECKS = (
         reference=jacobian_reverse,
         outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
         mistakes={
-            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
-            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=lambda n, m: (0, 1)),
-            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=lambda n, m: (1, m)),
-            "s046_pass_columns_not_rows": Variant(S046_PASS_COLUMNS_NOT_ROWS, passes=lambda n, m: (n, 0)),
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=_no_passes),
+            "s046_pass_batched": Variant(S046_PASS_BATCHED, passes=_one_reverse),
+            "s046_pass_extra_forward": Variant(S046_PASS_EXTRA_FORWARD, passes=_one_forward_reverse_per_output),
+            "s046_pass_columns_not_rows": Variant(S046_PASS_COLUMNS_NOT_ROWS, passes=_forward_per_input),
         },
     ),
     Check(
@@ -602,10 +636,10 @@ _S04_6_EX4_CHECKS = (
         reference=gauss_newton_product,
         outputs=(Output("JᵀJv", "exact", weight=0.5), _PASSES),
         mistakes={
-            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
-            "s046_gn_full_forward": Variant(S046_GN_FULL_FORWARD, passes=lambda n, m: (n, 0)),
-            "s046_gn_full_reverse": Variant(S046_GN_FULL_REVERSE, passes=lambda n, m: (0, m)),
-            "s046_gn_no_reverse": Variant(S046_GN_NO_REVERSE, passes=lambda n, m: (1, 0)),
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=_no_passes),
+            "s046_gn_full_forward": Variant(S046_GN_FULL_FORWARD, passes=_forward_per_input),
+            "s046_gn_full_reverse": Variant(S046_GN_FULL_REVERSE, passes=_reverse_per_output),
+            "s046_gn_no_reverse": Variant(S046_GN_NO_REVERSE, passes=_one_forward),
         },
     ),
     Check(
@@ -614,10 +648,10 @@ _S04_6_EX4_CHECKS = (
         reference=jacobian_auto,
         outputs=(Output("雅可比 J", "exact", weight=0.5), _PASSES),
         mistakes={
-            "s046_pass_none": Variant(S046_PASS_NONE, passes=lambda n, m: (0, 0)),
-            "s046_auto_always_forward": Variant(S046_AUTO_ALWAYS_FORWARD, passes=lambda n, m: (n, 0)),
-            "s046_auto_always_reverse": Variant(S046_AUTO_ALWAYS_REVERSE, passes=lambda n, m: (0, m)),
-            "s046_auto_larger": Variant(S046_AUTO_LARGER, passes=lambda n, m: (0, m) if n <= m else (n, 0)),
+            "s046_pass_none": Variant(S046_PASS_NONE, passes=_no_passes),
+            "s046_auto_always_forward": Variant(S046_AUTO_ALWAYS_FORWARD, passes=_forward_per_input),
+            "s046_auto_always_reverse": Variant(S046_AUTO_ALWAYS_REVERSE, passes=_reverse_per_output),
+            "s046_auto_larger": Variant(S046_AUTO_LARGER, passes=_more),
         },
     ),
 )

@@ -122,13 +122,6 @@ def adjoint_pass(As, Bs, lx, lu, lN):
     return np.asarray(lam), np.asarray(grads)
 
 
-def _pass_variant(**switches):
-    def fn(As, Bs, lx, lu, lN):
-        return _recursion(As, Bs, lx, lu, lN, **switches)
-
-    return fn
-
-
 def _pass_shifted(As, Bs, lx, lu, lN):
     lam, grads = adjoint_pass(As, Bs, lx, lu, lN)
     return np.concatenate([lam[1:], np.zeros_like(lam[:1])]), grads
@@ -214,14 +207,12 @@ def pendulum_adjoint(x0, us):
     return float(loss), lam, grads
 
 
-def _pend_variant(**switches):
-    def fn(x0, us):
-        x0, us = jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64)
-        loss = float(_pend_adjoint_jit(x0, us)[0])
-        _, parts = _pend_linearisation(x0, us)
-        return (loss, *_recursion(*(np.asarray(m) for m in parts), **switches))
-
-    return fn
+def _pend_recursion(x0, us, **switches):
+    """pendulum_adjoint with the lambdas and gradients of :func:`_recursion` (its switches: the mistakes)."""
+    x0, us = jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64)
+    loss = float(_pend_adjoint_jit(x0, us)[0])
+    _, parts = _pend_linearisation(x0, us)
+    return (loss, *_recursion(*(np.asarray(m) for m in parts), **switches))
 
 
 def _pend_cases():
@@ -240,12 +231,13 @@ _S04_7_EX1_CHECKS = (
         "adjoint_pass",
         _pass_cases,
         reference=adjoint_pass,
+        variant_of=_recursion,
         outputs=_PASS_OUTPUTS,
         mistakes={
-            "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pass_variant(index=0)),
-            "s047_no_transpose": Mistake(S047_NO_TRANSPOSE, _pass_variant(transpose=False)),
-            "s047_no_stage_lx": Mistake(S047_NO_STAGE_LX, _pass_variant(stage_lx=False)),
-            "s047_no_stage_lu": Mistake(S047_NO_STAGE_LU, _pass_variant(stage_lu=False)),
+            "s047_lambda_index": Variant(S047_LAMBDA_INDEX, index=0),
+            "s047_no_transpose": Variant(S047_NO_TRANSPOSE, transpose=False),
+            "s047_no_stage_lx": Variant(S047_NO_STAGE_LX, stage_lx=False),
+            "s047_no_stage_lu": Variant(S047_NO_STAGE_LU, stage_lu=False),
             "s047_lambda_shifted": Mistake(S047_LAMBDA_SHIFTED, _pass_shifted),
         },
     ),
@@ -253,12 +245,13 @@ _S04_7_EX1_CHECKS = (
         "pendulum_adjoint",
         _pend_cases,
         reference=pendulum_adjoint,
+        variant_of=_pend_recursion,
         outputs=(Output("损失 L", "exact"), *_PASS_OUTPUTS),
         mistakes={
-            "s047_lambda_index": Mistake(S047_LAMBDA_INDEX, _pend_variant(index=0)),
-            "s047_no_transpose": Mistake(S047_NO_TRANSPOSE, _pend_variant(transpose=False)),
-            "s047_no_stage_lx": Mistake(S047_NO_STAGE_LX, _pend_variant(stage_lx=False)),
-            "s047_no_stage_lu": Mistake(S047_NO_STAGE_LU, _pend_variant(stage_lu=False)),
+            "s047_lambda_index": Variant(S047_LAMBDA_INDEX, index=0),
+            "s047_no_transpose": Variant(S047_NO_TRANSPOSE, transpose=False),
+            "s047_no_stage_lx": Variant(S047_NO_STAGE_LX, stage_lx=False),
+            "s047_no_stage_lu": Variant(S047_NO_STAGE_LU, stage_lu=False),
         },
     ),
 )
@@ -274,6 +267,16 @@ def linear_rollout(A, B, x0, us):
         lambda x, u, p: a @ x + b @ u, jnp.asarray(x0, dtype=jnp.float64), jnp.asarray(us, dtype=jnp.float64), None
     )
     return np.asarray(xs)
+
+
+def _rollout_shifted(A, B, x0, us):
+    """x_1 .. x_{H+1}: the trajectory shifted by one step."""
+    return np.concatenate(
+        [
+            linear_rollout(A, B, x0, us)[1:],
+            (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None],
+        ]
+    )
 
 
 #: every horizon is run as a masked rollout of this fixed length, so one program serves all horizons
@@ -309,7 +312,8 @@ def _adjoint_grads(A, B, x0, horizon):
     return g
 
 
-def _norms(A, B, x0, horizons, shift=0, which="u", reduce=lambda g: np.linalg.norm(g), log=np.log10):
+def _norms(A, B, x0, horizons, shift=0, which="u", first_action_only=False, log=np.log10):
+    """log10 of the gradient norm per horizon; the keywords switch to the catalogued mistakes (log=None: no log)."""
     A, B, x0 = (np.asarray(m, dtype=np.float64) for m in (A, B, x0))
     out = []
     for h in np.asarray(horizons).astype(int):
@@ -317,8 +321,14 @@ def _norms(A, B, x0, horizons, shift=0, which="u", reduce=lambda g: np.linalg.no
         g_u, g_x0 = (
             np.asarray(v) for v in _horizon_grads(jnp.asarray(A), jnp.asarray(B), jnp.asarray(x0), int(h) + shift)
         )
-        out.append(log(reduce(g_u if which == "u" else g_x0)))
+        g = g_u if which == "u" else g_x0
+        norm = np.linalg.norm(g[0] if first_action_only else g)
+        out.append(norm if log is None else log(norm))
     return np.array(out)
+
+
+def _norms_without_half(A, B, x0, horizons):
+    return _norms(A, B, x0, horizons) + np.log10(2.0)
 
 
 def grad_norms(A, B, x0, horizons):
@@ -396,46 +406,26 @@ _S04_7_EX2_CHECKS = (
         reference=linear_rollout,
         outputs=(Output("轨迹 x_0…x_H", "exact"),),
         mistakes={
-            "s047_rollout_shifted": Mistake(
-                S047_ROLLOUT_SHIFTED,
-                lambda A, B, x0, us: np.concatenate(
-                    [
-                        linear_rollout(A, B, x0, us)[1:],
-                        (np.asarray(A) @ linear_rollout(A, B, x0, us)[-1] + np.asarray(B) @ np.asarray(us)[-1])[None],
-                    ]
-                ),
-            )
+            "s047_rollout_shifted": Mistake(S047_ROLLOUT_SHIFTED, _rollout_shifted),
         },
     ),
     Check(
         "grad_norms",
         _grad_norm_cases,
         reference=grad_norms,
+        variant_of=_norms,
         # jax.grad through lax.scan and the hand-written adjoint recursion agree to 2e-16 of max |log10|
         # (measured on these cases); the band 1e-9 leaves that margin many times over while every
         # catalogued mistake moves the array by >= 8e-3 of max |log10|.
         outputs=(Output("各时域的 log10‖dL/dU‖₂", "exact", rtol=1e-9),),
         mistakes={
-            "horizon_minus_one": Mistake(
-                messages.HORIZON_MINUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=-1)
-            ),
-            "horizon_plus_one": Mistake(
-                messages.HORIZON_PLUS_ONE, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, shift=+1)
-            ),
-            "s047_grad_wrt_x0": Mistake(
-                S047_GRAD_WRT_X0, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, which="x0")
-            ),
-            "s047_first_action_only": Mistake(
-                S047_FIRST_ACTION_ONLY,
-                lambda A, B, x0, horizons: _norms(A, B, x0, horizons, reduce=lambda g: np.linalg.norm(g[0])),
-            ),
-            "s047_sum_without_half": Mistake(
-                S047_SUM_WITHOUT_HALF, lambda A, B, x0, horizons: _norms(A, B, x0, horizons) + np.log10(2.0)
-            ),
-            "s047_natural_log": Mistake(
-                S047_NATURAL_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=np.log)
-            ),
-            "s047_no_log": Mistake(S047_NO_LOG, lambda A, B, x0, horizons: _norms(A, B, x0, horizons, log=lambda v: v)),
+            "horizon_minus_one": Variant(messages.HORIZON_MINUS_ONE, shift=-1),
+            "horizon_plus_one": Variant(messages.HORIZON_PLUS_ONE, shift=+1),
+            "s047_grad_wrt_x0": Variant(S047_GRAD_WRT_X0, which="x0"),
+            "s047_first_action_only": Variant(S047_FIRST_ACTION_ONLY, first_action_only=True),
+            "s047_sum_without_half": Mistake(S047_SUM_WITHOUT_HALF, _norms_without_half),
+            "s047_natural_log": Variant(S047_NATURAL_LOG, log=np.log),
+            "s047_no_log": Variant(S047_NO_LOG, log=None),
         },
     ),
 )
@@ -542,20 +532,17 @@ def _switches(critic=1.0, critic_discount=1.0, discount_shift=0.0, critic_at_sta
     return jnp.asarray([critic, critic_discount, discount_shift, critic_at_start, stop], dtype=jnp.float64)
 
 
-def _window_variant(**kw):
-    def fn(theta, x_start, h):
-        loss, x = _my_window_jit(jnp.asarray(theta), jnp.asarray(x_start), h=int(h), switches=_switches(**kw))
-        return float(loss), np.asarray(x)
-
-    return fn
+def _written_window(theta, x_start, h, **switches):
+    """window_loss written out (_my_window); the switches (_switches) are the catalogued mistakes."""
+    loss, x = _my_window_jit(jnp.asarray(theta), jnp.asarray(x_start), h=int(h), switches=_switches(**switches))
+    return float(loss), np.asarray(x)
 
 
-def _truncated_variant(scale=1.0, **kw):
-    def fn(theta, x0, h, n_windows):
-        loss, grad = _my_truncated(jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows), _switches(**kw))
-        return scale * float(loss), scale * np.asarray(grad)
-
-    return fn
+def _written_truncated(theta, x0, h, n_windows, summed=False, **switches):
+    """truncated_value_and_grad written out (_my_truncated); ``summed``: the sum over the windows, not the mean."""
+    scale = float(n_windows) if summed else 1.0
+    loss, grad = _my_truncated(jnp.asarray(theta), jnp.asarray(x0), int(h), int(n_windows), _switches(**switches))
+    return scale * float(loss), scale * np.asarray(grad)
 
 
 _THETA_STAR = np.array([0.24, -1.11, 0.24])  # near what cl.shac_train learns on this task
@@ -598,27 +585,26 @@ _S04_7_EX3_CHECKS = (
         "window_loss",
         _window_cases,
         reference=window_loss,
+        variant_of=_written_window,
         outputs=(Output("窗口损失 L_h", "exact", rtol=_BAND), Output("窗口末端状态 x_h", "exact", rtol=_BAND)),
         mistakes={
-            "s047_no_critic": Mistake(S047_NO_CRITIC, _window_variant(critic=0.0)),
-            "s047_critic_undiscounted": Mistake(S047_CRITIC_UNDISCOUNTED, _window_variant(critic_discount=0.0)),
-            "s047_discount_shift": Mistake(S047_DISCOUNT_SHIFT, _window_variant(discount_shift=1.0)),
-            "s047_critic_at_start": Mistake(S047_CRITIC_AT_START, _window_variant(critic_at_start=1.0)),
+            "s047_no_critic": Variant(S047_NO_CRITIC, critic=0.0),
+            "s047_critic_undiscounted": Variant(S047_CRITIC_UNDISCOUNTED, critic_discount=0.0),
+            "s047_discount_shift": Variant(S047_DISCOUNT_SHIFT, discount_shift=1.0),
+            "s047_critic_at_start": Variant(S047_CRITIC_AT_START, critic_at_start=1.0),
         },
     ),
     Check(
         "truncated_value_and_grad",
         _truncated_cases,
         reference=truncated_value_and_grad,
+        variant_of=_written_truncated,
         outputs=(Output("平均窗口损失", "exact", rtol=_BAND), Output("截断梯度 dL/dθ", "exact", rtol=_BAND)),
         mistakes={
-            "s047_no_stop_gradient": Mistake(S047_NO_STOP_GRADIENT, _truncated_variant(stop=0.0)),
-            "s047_no_critic": Mistake(S047_NO_CRITIC, _truncated_variant(critic=0.0)),
-            "s047_critic_undiscounted": Mistake(S047_CRITIC_UNDISCOUNTED, _truncated_variant(critic_discount=0.0)),
-            "s047_sum_not_mean": Mistake(
-                S047_SUM_NOT_MEAN,
-                lambda theta, x0, h, n_windows: _truncated_variant(scale=float(n_windows))(theta, x0, h, n_windows),
-            ),
+            "s047_no_stop_gradient": Variant(S047_NO_STOP_GRADIENT, stop=0.0),
+            "s047_no_critic": Variant(S047_NO_CRITIC, critic=0.0),
+            "s047_critic_undiscounted": Variant(S047_CRITIC_UNDISCOUNTED, critic_discount=0.0),
+            "s047_sum_not_mean": Variant(S047_SUM_NOT_MEAN, summed=True),
         },
     ),
 )

@@ -30,7 +30,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 from autograder.kernel_support import sweeps
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -88,29 +88,27 @@ def _sweep_python(loss, grad, theta, direction, eps_list):
     return ad, fd, sweeps.relative_error(ad, fd)
 
 
-def _sweep_variant(normalise=True, formula="chapter", halved=True, forward=False):
-    """The sweep with a typical mistake switched on: ``fn(loss, grad, theta, direction, eps_list)``."""
-
-    def fn(loss, grad, theta, direction, eps_list):
-        theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
-        v = d / np.linalg.norm(d) if normalise else d
-        ad = float(np.sum(np.asarray(grad) * v))
-        base = float(loss(jnp.asarray(theta)))
-        fd = []
-        for e in eps_list:
-            plus = float(loss(jnp.asarray(theta + e * v)))
-            minus = base if forward else float(loss(jnp.asarray(theta - e * v)))
-            fd.append((plus - minus) / ((1.0 if forward else 2.0) * e) * (1.0 if halved else 2.0))
-        fd = np.array(fd)
-        diff = np.abs(ad - fd)
-        denom = {
-            "chapter": np.maximum(1.0, np.maximum(abs(ad), np.abs(fd))),
-            "no_floor": np.maximum(abs(ad), np.abs(fd)),
-            "absolute": np.ones_like(fd),
-        }[formula]
-        return ad, fd, diff / denom
-
-    return fn
+def _sweep_by_hand(
+    loss, grad, theta, direction, eps_list, normalise=True, formula="chapter", halved=True, forward=False
+):
+    """The sweep written as a Python loop; the keywords switch a typical mistake on."""
+    theta, d = np.asarray(theta, dtype=np.float64), np.asarray(direction, dtype=np.float64)
+    v = d / np.linalg.norm(d) if normalise else d
+    ad = float(np.sum(np.asarray(grad) * v))
+    base = float(loss(jnp.asarray(theta)))
+    fd = []
+    for e in eps_list:
+        plus = float(loss(jnp.asarray(theta + e * v)))
+        minus = base if forward else float(loss(jnp.asarray(theta - e * v)))
+        fd.append((plus - minus) / ((1.0 if forward else 2.0) * e) * (1.0 if halved else 2.0))
+    fd = np.array(fd)
+    diff = np.abs(ad - fd)
+    denom = {
+        "chapter": np.maximum(1.0, np.maximum(abs(ad), np.abs(fd))),
+        "no_floor": np.maximum(abs(ad), np.abs(fd)),
+        "absolute": np.ones_like(fd),
+    }[formula]
+    return ad, fd, diff / denom
 
 
 def find_plateau(relerr, tol):
@@ -196,11 +194,8 @@ def directional_sweep(U, direction, eps_list):
     return _sweep(di_loss, di_grad(jnp.asarray(U)), U, direction, eps_list)
 
 
-def _di_variant(**kw):
-    def fn(U, direction, eps_list):
-        return _sweep_variant(**kw)(di_loss, di_grad(jnp.asarray(U)), U, direction, eps_list)
-
-    return fn
+def _di_sweep_by_hand(U, direction, eps_list, **switches):
+    return _sweep_by_hand(di_loss, di_grad(jnp.asarray(U)), U, direction, eps_list, **switches)
 
 
 def _di_points(seed, n, stable_for=None):
@@ -305,6 +300,7 @@ _S04_8_EX1_CHECKS = (
         "directional_sweep",
         _di_sweep_cases,
         reference=directional_sweep,
+        variant_of=_di_sweep_by_hand,
         # Bands: graded eps are truncation-dominated (>= 1e-4); a differently rounded sweep (Python loop,
         # op-by-op perturbation) agrees with the reference to <= 1e-11 relative in fd and <= 1e-6 of the
         # largest relerr (asserted above; measured 1e-12 and 5e-7 at worst). FD against a forward difference
@@ -315,11 +311,11 @@ _S04_8_EX1_CHECKS = (
             Output("相对误差", "exact", rtol=1e-4),
         ),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _di_variant(forward=True)),
-            "s048_unnormalised": Mistake(S048_UNNORMALISED, _di_variant(normalise=False)),
-            "s048_relerr_no_floor": Mistake(S048_RELERR_NO_FLOOR, _di_variant(formula="no_floor")),
-            "s048_relerr_absolute": Mistake(S048_RELERR_ABSOLUTE, _di_variant(formula="absolute")),
-            "s048_fd_not_halved": Mistake(S048_FD_NOT_HALVED, _di_variant(halved=False)),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, forward=True),
+            "s048_unnormalised": Variant(S048_UNNORMALISED, normalise=False),
+            "s048_relerr_no_floor": Variant(S048_RELERR_NO_FLOOR, formula="no_floor"),
+            "s048_relerr_absolute": Variant(S048_RELERR_ABSOLUTE, formula="absolute"),
+            "s048_fd_not_halved": Variant(S048_FD_NOT_HALVED, halved=False),
         },
     ),
     Check(
@@ -364,12 +360,9 @@ def contact_sweep(theta, direction, beta, eps_list):
     return _sweep(loss, ball_grad(jnp.asarray(theta), float(beta)), theta, direction, eps_list)
 
 
-def _ball_variant(**kw):
-    def fn(theta, direction, beta, eps_list):
-        loss = functools.partial(ball_loss, beta=float(beta))
-        return _sweep_variant(**kw)(loss, ball_grad(jnp.asarray(theta), float(beta)), theta, direction, eps_list)
-
-    return fn
+def _ball_sweep_by_hand(theta, direction, beta, eps_list, **switches):
+    loss = functools.partial(ball_loss, beta=float(beta))
+    return _sweep_by_hand(loss, ball_grad(jnp.asarray(theta), float(beta)), theta, direction, eps_list, **switches)
 
 
 def _ball_tables(theta, direction, betas):
@@ -389,11 +382,14 @@ def plateau_starts(theta, direction, betas):
     return np.array([_plateau_start(ref, TOL) for ref, _ in _ball_tables(theta, direction, betas)])
 
 
-def _starts_variant(pick):
-    def fn(theta, direction, betas):
-        return np.array([pick(ref) for ref, _ in _ball_tables(theta, direction, betas)])
-
-    return fn
+def _plateau_indices(theta, direction, betas, index="start"):
+    """plateau_starts; ``index``: the catalogued mistakes "best" (the smallest error) and "stop" (the plateau's end)."""
+    tables = [ref for ref, _ in _ball_tables(theta, direction, betas)]
+    if index == "best":
+        return np.array([int(np.argmin(ref)) for ref in tables])
+    if index == "stop":
+        return np.array([find_plateau(ref, TOL)[1] for ref in tables])
+    return np.array([_plateau_start(ref, TOL) for ref in tables])
 
 
 def _ball_points(seed, n, acceptable=lambda i, theta, d: True, aim=None):
@@ -495,6 +491,7 @@ _S04_8_EX2_CHECKS = (
         "contact_sweep",
         _ball_sweep_cases,
         reference=contact_sweep,
+        variant_of=_ball_sweep_by_hand,
         # Same bands as s04_8_ex1: at the graded (truncation-dominated) eps a Python-loop sweep agrees with
         # the reference to <= 1e-11 relative in fd and <= 1e-6 of the largest relerr (asserted in the cases).
         outputs=(
@@ -503,23 +500,24 @@ _S04_8_EX2_CHECKS = (
             Output("相对误差", "exact", rtol=1e-4),
         ),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _ball_variant(forward=True)),
-            "s048_unnormalised": Mistake(S048_UNNORMALISED, _ball_variant(normalise=False)),
-            "s048_relerr_no_floor": Mistake(S048_RELERR_NO_FLOOR, _ball_variant(formula="no_floor")),
-            "s048_relerr_absolute": Mistake(S048_RELERR_ABSOLUTE, _ball_variant(formula="absolute")),
-            "s048_fd_not_halved": Mistake(S048_FD_NOT_HALVED, _ball_variant(halved=False)),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, forward=True),
+            "s048_unnormalised": Variant(S048_UNNORMALISED, normalise=False),
+            "s048_relerr_no_floor": Variant(S048_RELERR_NO_FLOOR, formula="no_floor"),
+            "s048_relerr_absolute": Variant(S048_RELERR_ABSOLUTE, formula="absolute"),
+            "s048_fd_not_halved": Variant(S048_FD_NOT_HALVED, halved=False),
         },
     ),
     Check(
         "plateau_starts",
         _starts_cases,
         reference=plateau_starts,
+        variant_of=_plateau_indices,
         # An integer per beta, graded exactly: the cases assert that the start is the same for the
         # reference and a Python-loop sweep and for 0.8 tol ... 1.25 tol (the deciding entries are truncation errors).
         outputs=(Output("各 β 下平台起点的下标", "integer"),),
         mistakes={
-            "s048_start_is_best": Mistake(S048_START_IS_BEST, _starts_variant(lambda r: int(np.argmin(r)))),
-            "s048_start_is_stop": Mistake(S048_START_IS_STOP, _starts_variant(lambda r: find_plateau(r, TOL)[1])),
+            "s048_start_is_best": Variant(S048_START_IS_BEST, index="best"),
+            "s048_start_is_stop": Variant(S048_START_IS_STOP, index="stop"),
         },
     ),
 )
@@ -579,9 +577,10 @@ def _row(theta, lr, max_norm, variant=None):
     return row, np.asarray(theta, dtype=np.float64) + update, np.asarray(rec.penetration), np.asarray(xs)
 
 
-def log_entry(theta, lr, max_norm):
-    """The log row (8 fields, LOG_FIELDS) at theta, before the clipped gradient step of size lr."""
-    row, _, _, _ = _row(theta, float(lr), float(max_norm))
+def log_entry(theta, lr, max_norm, variant=None):
+    """The log row (8 fields, LOG_FIELDS) at theta, before the clipped gradient step of size lr (``variant``: a
+    logging mistake)."""
+    row, _, _, _ = _row(theta, float(lr), float(max_norm), variant)
     return tuple(row[f] for f in LOG_FIELDS)
 
 
@@ -607,24 +606,10 @@ def _thetas(theta0, lr, max_norm, n_iters):
     return out
 
 
-def train_with_log(theta0, lr, max_norm, n_iters):
-    """The stacked log (8 arrays of shape (n_iters,)) of n_iters clipped gradient steps from theta0."""
-    return _train(theta0, lr, max_norm, n_iters)[0]
-
-
-def _train_variant(variant):
-    def fn(theta0, lr, max_norm, n_iters):
-        return _train(theta0, lr, max_norm, n_iters, variant)[0]
-
-    return fn
-
-
-def _entry_variant(variant):
-    def fn(theta, lr, max_norm):
-        row = _row(theta, float(lr), float(max_norm), variant)[0]
-        return tuple(row[f] for f in LOG_FIELDS)
-
-    return fn
+def train_with_log(theta0, lr, max_norm, n_iters, variant=None):
+    """The stacked log (8 arrays of shape (n_iters,)) of n_iters clipped gradient steps from theta0 (``variant``: a
+    logging mistake)."""
+    return _train(theta0, lr, max_norm, n_iters, variant)[0]
 
 
 def _contacts_robust(states) -> bool:
@@ -756,7 +741,7 @@ _S04_8_EX3_CHECKS = (
         reference=log_entry,
         outputs=_LOG_OUTPUTS,
         mistakes={
-            m: Mistake(_LOG_MESSAGES[m], _entry_variant(m))
+            m: Variant(_LOG_MESSAGES[m], variant=m)
             for m in (
                 "s048_grad_norm_clipped",
                 "s048_step_is_lr",
@@ -772,7 +757,7 @@ _S04_8_EX3_CHECKS = (
         reference=train_with_log,
         outputs=_LOG_OUTPUTS,
         mistakes={
-            m: Mistake(_LOG_MESSAGES[m], _train_variant(m))
+            m: Variant(_LOG_MESSAGES[m], variant=m)
             for m in (
                 "s048_log_after_update",
                 "s048_grad_norm_clipped",

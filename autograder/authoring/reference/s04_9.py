@@ -109,9 +109,13 @@ def _cp_dfdu(x, u):
 _cp_step_jit = jax.jit(_cp_step, static_argnames=("integrator",))
 
 
-def dxdu_ad(x, u, h):
-    """dx_{t+1}/du_t of one RK4 step of the cart-pole, shape (4, 1) (forward-mode AD)."""
-    return np.asarray(_cp_b(jnp.asarray(x), jnp.asarray(u), h))
+def dxdu_ad(x, u, h, integrator="rk4"):
+    """dx_{t+1}/du_t of one RK4 step of the cart-pole, shape (4, 1) (forward-mode AD; ``integrator``: a mistake)."""
+    return np.asarray(_cp_b(jnp.asarray(x), jnp.asarray(u), h, integrator))
+
+
+def _continuous_dfdu(x, u, h):
+    return np.asarray(_cp_dfdu(jnp.asarray(x), jnp.asarray(u)))
 
 
 def _fd(x, u, h, eps, scheme="central", perturb="u"):
@@ -156,10 +160,6 @@ def _cp_cases(kind):
     return cases
 
 
-def _b_of(integrator):
-    return lambda x, u, h: np.asarray(_cp_b(jnp.asarray(x), jnp.asarray(u), h, integrator))
-
-
 #: the audit's codes (the notebook states them): AD agrees with central differences; AD is not finite; AD is
 #: zero where the differences are not (a cut graph); both finite, and they disagree
 AUDIT_AGREE, AUDIT_NONFINITE, AUDIT_CUT, AUDIT_MISMATCH = 0, 1, 2, 3
@@ -201,13 +201,10 @@ def _classify(ad, fd, tol, order="reference"):
     return AUDIT_MISMATCH
 
 
-def audit(bug, x, u, h, eps, tol):
-    """The audit's code for the planted environment ``bug`` (course_lib's cart_pole_with_bug) at (x, u)."""
-    return np.array(_classify(*_audit_parts(bug, x, u, h, eps), tol))
-
-
-def _audit_variant(order="reference", mode="reverse"):
-    return lambda bug, x, u, h, eps, tol: np.array(_classify(*_audit_parts(bug, x, u, h, eps, mode), tol, order))
+def audit(bug, x, u, h, eps, tol, order="reference"):
+    """The audit's code for the planted environment ``bug`` (course_lib's cart_pole_with_bug) at (x, u) (``order``: a
+    catalogued way to get the branches wrong)."""
+    return np.array(_classify(*_audit_parts(bug, x, u, h, eps), tol, order))
 
 
 #: each bug's force range |u| [N] where the bug shows as the module table of course_lib.planted_bugs says
@@ -266,25 +263,20 @@ _S04_9_EX1_CHECKS = (
         reference=dxdu_ad,
         outputs=(Output("∂x_{t+1}/∂u_t（自动微分）", "exact"),),
         mistakes={
-            "s049_continuous_dfdu": Mistake(
-                S049_CONTINUOUS_DFDU, lambda x, u, h: np.asarray(_cp_dfdu(jnp.asarray(x), jnp.asarray(u)))
-            ),
-            "s049_euler_b": Mistake(S049_EULER_B, _b_of("explicit_euler")),
-            "s049_semi_implicit_b": Mistake(S049_SEMI_IMPLICIT_B, _b_of("semi_implicit_euler")),
+            "s049_continuous_dfdu": Mistake(S049_CONTINUOUS_DFDU, _continuous_dfdu),
+            "s049_euler_b": Variant(S049_EULER_B, integrator="explicit_euler"),
+            "s049_semi_implicit_b": Variant(S049_SEMI_IMPLICIT_B, integrator="semi_implicit_euler"),
         },
     ),
     Check(
         "dxdu_fd",
         lambda: _cp_cases("fd"),
         reference=dxdu_fd,
+        variant_of=_fd,
         outputs=(Output("∂x_{t+1}/∂u_t（中心差分）", rtol=CP_FD_RTOL),),
         mistakes={
-            "forward_difference": Mistake(
-                messages.FORWARD_DIFFERENCE, lambda x, u, h, eps: _fd(x, u, h, eps, scheme="forward")
-            ),
-            "s049_fd_perturbed_state": Mistake(
-                S049_FD_PERTURBED_STATE, lambda x, u, h, eps: _fd(x, u, h, eps, perturb="x")
-            ),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "s049_fd_perturbed_state": Variant(S049_FD_PERTURBED_STATE, perturb="x"),
         },
     ),
     Check(
@@ -293,10 +285,10 @@ _S04_9_EX1_CHECKS = (
         reference=audit,
         outputs=(Output("审计结论（0 一致 / 1 非有限 / 2 被切断 / 3 不一致）", "integer"),),
         mistakes={
-            "s049_audit_nan_missed": Mistake(S049_AUDIT_NAN_MISSED, _audit_variant("nan_unchecked")),
-            "s049_audit_nan_as_mismatch": Mistake(S049_AUDIT_NAN_AS_MISMATCH, _audit_variant("nan_as_mismatch")),
-            "s049_audit_zero_first": Mistake(S049_AUDIT_ZERO_FIRST, _audit_variant("zero_first")),
-            "s049_audit_no_cut_code": Mistake(S049_AUDIT_NO_CUT_CODE, _audit_variant("no_cut_code")),
+            "s049_audit_nan_missed": Variant(S049_AUDIT_NAN_MISSED, order="nan_unchecked"),
+            "s049_audit_nan_as_mismatch": Variant(S049_AUDIT_NAN_AS_MISMATCH, order="nan_as_mismatch"),
+            "s049_audit_zero_first": Variant(S049_AUDIT_ZERO_FIRST, order="zero_first"),
+            "s049_audit_no_cut_code": Variant(S049_AUDIT_NO_CUT_CODE, order="no_cut_code"),
         },
     ),
 )
@@ -394,18 +386,17 @@ _S04_9_EX2_CHECKS = (
         "stiffness_sweep",
         _ball_cases,
         reference=stiffness_sweep,
+        variant_of=_ball_sweep,
         outputs=(
             Output("最大穿透深度", "exact"),
             Output("峰值法向力", "exact"),
             Output("梯度范数峰值 max‖∂x_k/∂x_0‖_F", "exact"),
         ),
         mistakes={
-            "explicit_euler": Mistake(
-                messages.EXPLICIT_EULER, lambda **c: _ball_sweep(**c, integrator="explicit_euler")
-            ),
-            "s049_force_spring_only": Mistake(S049_FORCE_SPRING_ONLY, lambda **c: _ball_sweep(**c, force="spring")),
-            "s049_grad_final_only": Mistake(S049_GRAD_FINAL_ONLY, lambda **c: _ball_sweep(**c, grad="final")),
-            "s049_grad_height_only": Mistake(S049_GRAD_HEIGHT_ONLY, lambda **c: _ball_sweep(**c, grad="height_only")),
+            "explicit_euler": Variant(messages.EXPLICIT_EULER, integrator="explicit_euler"),
+            "s049_force_spring_only": Variant(S049_FORCE_SPRING_ONLY, force="spring"),
+            "s049_grad_final_only": Variant(S049_GRAD_FINAL_ONLY, grad="final"),
+            "s049_grad_height_only": Variant(S049_GRAD_HEIGHT_ONLY, grad="height_only"),
         },
     ),
 )
@@ -610,16 +601,11 @@ def _residuals(theta, us, x0, vs_measured, variant=None):
 _residuals_jit = jax.jit(_residuals, static_argnames=("variant",))
 
 
-def _residuals_variant(variant=None):
-    def fn(theta, us, x0, vs_measured):
-        return np.asarray(
-            _residuals_jit(jnp.asarray(theta), jnp.asarray(us), jnp.asarray(x0), jnp.asarray(vs_measured), variant)
-        )
-
-    return fn
-
-
-residuals = _residuals_variant()
+def residuals(theta, us, x0, vs_measured, variant=None):
+    """The whitened residuals (``variant``: a catalogued mistake, as in :func:`_residuals`)."""
+    return np.asarray(
+        _residuals_jit(jnp.asarray(theta), jnp.asarray(us), jnp.asarray(x0), jnp.asarray(vs_measured), variant)
+    )
 
 
 def _flat_residuals_of_log(z, us, x0, vs_measured):
@@ -740,6 +726,11 @@ def _sysid_truth(theta_init, us, x0, vs_measured, n_iterations):
     raise KeyError("not one of the system-identification experiments drawn in this context")
 
 
+def _no_update(theta_init, us, x0, vs_measured, n_iterations):
+    """The initial guess returned unchanged."""
+    return tuple(float(t) for t in theta_init)
+
+
 def _sysid_cases():
     return [{**case, "n_iterations": SYSID_ITERATIONS} for _, case in _sysid_experiments(drawing_key())]
 
@@ -759,8 +750,8 @@ _S04_9_EX4_CHECKS = (
         reference=residuals,
         outputs=(Output("白化速度残差", "exact"),),
         mistakes={
-            "s049_residual_unweighted": Mistake(S049_RESIDUAL_UNWEIGHTED, _residuals_variant("unweighted")),
-            "s049_residual_x0_zero": Mistake(S049_RESIDUAL_X0_ZERO, _residuals_variant("x0_zero")),
+            "s049_residual_unweighted": Variant(S049_RESIDUAL_UNWEIGHTED, variant="unweighted"),
+            "s049_residual_x0_zero": Variant(S049_RESIDUAL_X0_ZERO, variant="x0_zero"),
         },
     ),
     Check(
@@ -775,11 +766,7 @@ _S04_9_EX4_CHECKS = (
                 ("coulomb", "辨识出的库仑摩擦 f_c"),
             )
         ),
-        mistakes={
-            "s049_sysid_no_update": Mistake(
-                S049_SYSID_NO_UPDATE, lambda theta_init, **_: tuple(float(t) for t in theta_init)
-            )
-        },
+        mistakes={"s049_sysid_no_update": Mistake(S049_SYSID_NO_UPDATE, _no_update)},
     ),
 )
 

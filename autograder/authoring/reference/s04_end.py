@@ -23,7 +23,7 @@ import numpy as np
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, draw_until
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Output, Shortcut, Variant, WrongAnswer
 from autograder.kernel_support.sweeps import relative_error
 
 # --- mistakes this section recognises ------------------------------------------------------------
@@ -86,16 +86,9 @@ def _sd_analytic(m, b, k, q0, v0, h, n_steps, variant=None):
     return jax.lax.fori_loop(0, n_steps, body, (q0, v0, zero, zero))[2]
 
 
-def _analytic_variant(variant=None):
-    def fn(m, b, k, q0, v0, h, n_steps):
-        return float(_sd_analytic(*_as_f(m, b, k, q0, v0, h), int(n_steps), variant=variant))
-
-    return fn
-
-
-def analytic_derivative(m, b, k, q0, v0, h, n_steps):
+def analytic_derivative(m, b, k, q0, v0, h, n_steps, variant=None):
     """dq_N/dk from the hand-derived sensitivity recursion (jax.grad gives the same: ad_derivative)."""
-    return _analytic_variant()(m, b, k, q0, v0, h, n_steps)
+    return float(_sd_analytic(*_as_f(m, b, k, q0, v0, h), int(n_steps), variant=variant))
 
 
 def ad_derivative(m, b, k, q0, v0, h, n_steps):
@@ -117,7 +110,7 @@ def _error_table(m, b, k, q0, v0, h, n_steps, eps_list, scheme="central", log=np
             fd.append((q_of_k(k + eps) - q_of_k(k - eps)) / (2 * eps))
     fd = np.array(fd)
     if base == "old_velocity":
-        ref = _analytic_variant("old_velocity")(m, b, k, q0, v0, h, n_steps)
+        ref = analytic_derivative(m, b, k, q0, v0, h, n_steps, variant="old_velocity")
     else:
         ref = ad_derivative(m, b, k, q0, v0, h, n_steps)
     denom = np.maximum(1.0, np.maximum(abs(ref), np.abs(fd))) if norm == "chapter" else abs(ref)
@@ -207,10 +200,6 @@ def _derivative_cases():
     return [{k: v for k, v in case.items() if k != "eps_list"} for case in _sd_cases()]
 
 
-def _table_variant(**options):
-    return lambda **case: _error_table(**case, **options)
-
-
 _S04_END_EXA_CHECKS = (
     Check(
         "analytic_derivative",
@@ -218,8 +207,8 @@ _S04_END_EXA_CHECKS = (
         reference=analytic_derivative,
         outputs=(Output("解析导数 ∂q_N/∂k", "exact"),),
         mistakes={
-            "s04end_sens_old_velocity": Mistake(S04END_SENS_OLD_VELOCITY, _analytic_variant("old_velocity")),
-            "s04end_sens_new_position": Mistake(S04END_SENS_NEW_POSITION, _analytic_variant("new_position")),
+            "s04end_sens_old_velocity": Variant(S04END_SENS_OLD_VELOCITY, variant="old_velocity"),
+            "s04end_sens_new_position": Variant(S04END_SENS_NEW_POSITION, variant="new_position"),
         },
     ),
     Check(
@@ -232,17 +221,16 @@ _S04_END_EXA_CHECKS = (
         "error_table",
         _sd_cases,
         reference=error_table,
+        variant_of=_error_table,
         outputs=(
             Output("中心差分 FD(ε)", rtol=SD_FD_RTOL),
             Output("误差表 log10 relerr(FD, AD)", rtol=SD_LOG_ERR_RTOL),
         ),
         mistakes={
-            "forward_difference": Mistake(messages.FORWARD_DIFFERENCE, _table_variant(scheme="forward")),
-            "s04end_natural_log": Mistake(S04END_NATURAL_LOG, _table_variant(log=np.log)),
-            "s04end_error_unnormalised": Mistake(S04END_ERROR_UNNORMALISED, _table_variant(norm="plain")),
-            "s04end_error_vs_analytic_wrong": Mistake(
-                S04END_ERROR_VS_ANALYTIC_WRONG, _table_variant(base="old_velocity")
-            ),
+            "forward_difference": Variant(messages.FORWARD_DIFFERENCE, scheme="forward"),
+            "s04end_natural_log": Variant(S04END_NATURAL_LOG, log=np.log),
+            "s04end_error_unnormalised": Variant(S04END_ERROR_UNNORMALISED, norm="plain"),
+            "s04end_error_vs_analytic_wrong": Variant(S04END_ERROR_VS_ANALYTIC_WRONG, base="old_velocity"),
         },
     ),
 )
@@ -264,21 +252,15 @@ def _fd_table(y0s, v0, eps, h, k, m, gap_sign=1.0):
     return (s(y + e) - s(y)) / e, (s(y) - s(y - e)) / e, (s(y + e) - s(y - e)) / (2 * e)
 
 
-def _fd_variant(swap=False, gap_sign=1.0, central_forward=False, central_no_half=False):
-    def fn(y0s, v0, eps_list, h, k, m):
-        fwd, bwd, cen = (np.asarray(a) for a in _fd_table(*_as_f(y0s, v0, eps_list, h, k, m), gap_sign=gap_sign))
-        if central_forward:
-            cen = fwd
-        if central_no_half:
-            cen = 2.0 * cen
-        return (bwd, fwd, cen) if swap else (fwd, bwd, cen)
-
-    return fn
-
-
-def fd_estimates(y0s, v0, eps_list, h, k, m):
-    """(forward, backward, central) differences of v+(y), each (P, E): row = point y0, column = eps."""
-    return _fd_variant()(y0s, v0, eps_list, h, k, m)
+def fd_estimates(y0s, v0, eps_list, h, k, m, swap=False, gap_sign=1.0, central_forward=False, central_no_half=False):
+    """(forward, backward, central) differences of v+(y), each (P, E): row = point y0, column = eps (the keywords:
+    the catalogued mistakes)."""
+    fwd, bwd, cen = (np.asarray(a) for a in _fd_table(*_as_f(y0s, v0, eps_list, h, k, m), gap_sign=gap_sign))
+    if central_forward:
+        cen = fwd
+    if central_no_half:
+        cen = 2.0 * cen
+    return (bwd, fwd, cen) if swap else (fwd, bwd, cen)
 
 
 @partial(jax.jit, static_argnames=("gap_sign",))
@@ -286,9 +268,9 @@ def _ad_slopes(y0s, v0, h, k, m, gap_sign=1.0):
     return jax.vmap(jax.grad(lambda y: _next_velocity(y, v0, h, k, m, gap_sign)))(y0s)
 
 
-def ad_slopes(y0s, v0, h, k, m):
-    """dv+/dy by jax.grad at each point (never exactly on the boundary), shape (P,)."""
-    return np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m)))
+def ad_slopes(y0s, v0, h, k, m, gap_sign=1.0):
+    """dv+/dy by jax.grad at each point (never exactly on the boundary), shape (P,) (``gap_sign``: a mistake)."""
+    return np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=gap_sign))
 
 
 #: Every value is a difference quotient of a piecewise-linear function: two faithful implementations
@@ -410,10 +392,10 @@ _S04_END_EXB_CHECKS = (
             Output("中心差分", rtol=PENALTY_FD_RTOL),
         ),
         mistakes={
-            "s04end_onesided_swapped": Mistake(S04END_ONESIDED_SWAPPED, _fd_variant(swap=True)),
-            "s04end_gap_sign": Mistake(S04END_GAP_SIGN, _fd_variant(gap_sign=-1.0)),
-            "s04end_central_is_forward": Mistake(S04END_CENTRAL_IS_FORWARD, _fd_variant(central_forward=True)),
-            "s04end_central_no_half": Mistake(S04END_CENTRAL_NO_HALF, _fd_variant(central_no_half=True)),
+            "s04end_onesided_swapped": Variant(S04END_ONESIDED_SWAPPED, swap=True),
+            "s04end_gap_sign": Variant(S04END_GAP_SIGN, gap_sign=-1.0),
+            "s04end_central_is_forward": Variant(S04END_CENTRAL_IS_FORWARD, central_forward=True),
+            "s04end_central_no_half": Variant(S04END_CENTRAL_NO_HALF, central_no_half=True),
         },
     ),
     Check(
@@ -421,12 +403,7 @@ _S04_END_EXB_CHECKS = (
         _ad_cases,
         reference=ad_slopes,
         outputs=(Output("自动微分斜率 dv⁺/dy", "exact"),),
-        mistakes={
-            "s04end_gap_sign": Mistake(
-                S04END_GAP_SIGN,
-                lambda y0s, v0, h, k, m: np.asarray(_ad_slopes(*_as_f(y0s, v0, h, k, m), gap_sign=-1.0)),
-            ),
-        },
+        mistakes={"s04end_gap_sign": Variant(S04END_GAP_SIGN, gap_sign=-1.0)},
     ),
 )
 
@@ -470,9 +447,9 @@ def _hop_loss_terms(x0, us, ground_stiffness, variant=None):
     return _hop_terms(us, x0, ground_stiffness, variant)[0]
 
 
-def loss_terms(x0, us, ground_stiffness):
-    """[foot placement, body height, effort, penetration] for the rollout from x0 under us."""
-    return np.asarray(_hop_loss_terms(*_as_f(x0, us, ground_stiffness)))
+def loss_terms(x0, us, ground_stiffness, variant=None):
+    """[foot placement, body height, effort, penetration] for the rollout from x0 under us (``variant``: a mistake)."""
+    return np.asarray(_hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant=variant))
 
 
 @partial(jax.jit, static_argnames=("variant",))
@@ -514,15 +491,10 @@ def _hop_log(x0, us, ground_stiffness, variant=None):
     return contact, switch, pen, effort, pen_cost, grad_norm
 
 
-def _log_variant(variant=None):
-    def fn(x0, us, ground_stiffness):
-        contact, switch, *rest = (np.asarray(a) for a in _hop_log(*_as_f(x0, us, ground_stiffness), variant=variant))
-        return (contact.astype(np.int64), switch.astype(np.int64), *rest)  # the flags are 0/1 integers
-
-    return fn
-
-
-step_log = _log_variant()
+def step_log(x0, us, ground_stiffness, variant=None):
+    """The per-step log (``variant``: a catalogued mistake)."""
+    contact, switch, *rest = (np.asarray(a) for a in _hop_log(*_as_f(x0, us, ground_stiffness), variant=variant))
+    return (contact.astype(np.int64), switch.astype(np.int64), *rest)  # the flags are 0/1 integers
 
 
 def hop_controls(seed, n_steps, push_start, push_length, push_force):
@@ -584,18 +556,8 @@ _S04_END_EXC_CHECKS = (
         reference=loss_terms,
         outputs=(Output("loss 分项 [落脚, 身体高度, 控制, 穿透]", rtol=HOP_RTOL),),
         mistakes={
-            "s04end_pen_not_squared": Mistake(
-                S04END_PEN_NOT_SQUARED,
-                lambda x0, us, ground_stiffness: np.asarray(
-                    _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="pen_not_squared")
-                ),
-            ),
-            "s04end_effort_abs": Mistake(
-                S04END_EFFORT_ABS,
-                lambda x0, us, ground_stiffness: np.asarray(
-                    _hop_loss_terms(*_as_f(x0, us, ground_stiffness), variant="effort_abs")
-                ),
-            ),
+            "s04end_pen_not_squared": Variant(S04END_PEN_NOT_SQUARED, variant="pen_not_squared"),
+            "s04end_effort_abs": Variant(S04END_EFFORT_ABS, variant="effort_abs"),
         },
     ),
     Check(
@@ -604,12 +566,10 @@ _S04_END_EXC_CHECKS = (
         reference=step_log,
         outputs=_LOG_OUTPUTS,
         mistakes={
-            "s04end_switch_shifted": Mistake(S04END_SWITCH_SHIFTED, _log_variant("switch_shifted")),
-            "s04end_contact_from_force": Mistake(S04END_CONTACT_FROM_FORCE, _log_variant("contact_from_force")),
-            "s04end_penetration_next_state": Mistake(
-                S04END_PENETRATION_NEXT_STATE, _log_variant("penetration_next_state")
-            ),
-            "s04end_grad_wrt_state": Mistake(S04END_GRAD_WRT_STATE, _log_variant("grad_wrt_state")),
+            "s04end_switch_shifted": Variant(S04END_SWITCH_SHIFTED, variant="switch_shifted"),
+            "s04end_contact_from_force": Variant(S04END_CONTACT_FROM_FORCE, variant="contact_from_force"),
+            "s04end_penetration_next_state": Variant(S04END_PENETRATION_NEXT_STATE, variant="penetration_next_state"),
+            "s04end_grad_wrt_state": Variant(S04END_GRAD_WRT_STATE, variant="grad_wrt_state"),
         },
     ),
 )
