@@ -26,6 +26,8 @@ from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.reports import check_feedback
 from autograder.ops.selftest import solution_sources, make_submission
 from autograder.verdict.markup import PLAIN_TEXT_NOTE
+from autograder.confine.execute import SKIPPED
+from autograder.ops.student_edition import colab_cell
 from autograder.verdict.sanitize import BROKEN, INERT_MIMETYPES, SanitizeOutputs, sanitize_notebook
 
 # the module fixture grades once, on one xdist worker (it would otherwise run on each)
@@ -401,7 +403,10 @@ def graded(tmp_path_factory, released_course):
     for student, cells in students.items():
         folder = course / "submitted" / student / SECTION
         folder.mkdir(parents=True)
-        nbformat.write(make_submission(release_nb, cells), folder / f"{EXERCISE}.ipynb")
+        submission = make_submission(release_nb, cells)
+        if student == "honest":  # as the edition's copy opens in Colab: its Colab cell first (not nbgrader's)
+            submission.cells.insert(0, colab_cell("https://github.com/example-course/s04-student", "2027-spring"))
+        nbformat.write(submission, folder / f"{EXERCISE}.ipynb")
     nbgrader(["autograde", SECTION, "--force"], course)
     nbgrader(["generate_feedback", SECTION, "--force"], course)
     return course
@@ -433,6 +438,10 @@ def test_hostile_outputs_reach_neither_formgrader_nor_feedback(graded):
 
 
 def test_honest_student_keeps_full_marks(graded):
+    """The honest notebook opens with the student edition's Colab cell: nbgrader grades it as a cell the student
+    added, and grading leaves it unrun (skip-in-grading)."""
     scores = gradebook_scores(graded, SECTION)
     got, total = scores["honest"][EXERCISE]["auto"]
     assert got == total > 0
+    first = _autograded(graded, "honest").cells[0]
+    assert "Colab 准备单元" in first.source and SKIPPED in json.dumps(first.outputs, ensure_ascii=False)
