@@ -31,7 +31,7 @@ help:
 	@echo "make lock      regenerate requirements.lock from pyproject.toml (uv; same lock when nothing changed)"
 	@echo "make student-edition  write _build/student-edition/ (what students receive) and scan it for leaks"
 	@echo "make course-lib-wheel course_lib's own wheel into _build/wheels/"
-	@echo "make student-lock     regenerate edition/requirements.lock (the edition's install file)"
+	@echo "make student-lock     regenerate edition/requirements.lock and requirements-exercises.lock (the edition's install files)"
 	@echo "make clean     remove build outputs (keeps the venv)"
 	@echo "instructors:   make regenerate | release | warm-cache | grade | feedback | grades[-canvas|-moodle] | report | stats | selftest | similarity (see README)"
 
@@ -96,6 +96,8 @@ lock: $(STAMP)
 student-lock: $(STAMP)
 	$(UV) pip compile --quiet course_lib/pyproject.toml edition/requirements.in -c requirements.lock \
 	  --python $(BIN)/python --custom-compile-command "make student-lock" -o edition/requirements.lock
+	$(UV) pip compile --quiet course_lib/pyproject.toml edition/requirements-exercises.in -c edition/requirements.lock \
+	  --python $(BIN)/python --custom-compile-command "make student-lock" -o edition/requirements-exercises.lock
 
 # course_lib's own wheel (course_lib/pyproject.toml), into _build/wheels/
 # (built from a copy: setuptools leaves build/ and *.egg-info in the folder it builds)

@@ -55,6 +55,7 @@ def test_the_edition_is_clean_and_holds_only_the_allowlist(edition):
         "README.md",
         "LICENSE",
         "requirements.txt",
+        "requirements-exercises.txt",
         "runtime.txt",
         ".python-version",
         ".gitignore",
@@ -164,6 +165,38 @@ def test_one_install_file_for_binder_and_pip(edition):
     for heavy in ("nbgrader", "jupyter-book", "distributed", "psycopg2-binary", "playwright"):
         assert heavy not in pins, heavy
     assert (edition.folder / "runtime.txt").read_text() == "python-3.11\n"
+
+
+def test_the_lighter_install_has_the_same_versions_and_everything_the_exercises_import(edition):
+    """requirements-exercises.txt: a subset of requirements.txt at the same versions, without what only the pages
+    need, and with a package for every module an exercise notebook imports (read from the notebooks' code)."""
+    import importlib.metadata
+
+    full = _pins((edition.folder / "requirements.txt").read_text(encoding="utf-8"))
+    light_text = (edition.folder / "requirements-exercises.txt").read_text(encoding="utf-8")
+    light = _pins(light_text)
+    assert light_text.splitlines()[1:3] == ["./course_lib", "./course_check"]
+    assert {name: v for name, v in light.items() if full.get(name) != v} == {}
+    assert not {"myst-nb", "mujoco", "mujoco-mjx", "sphinx"} & set(light)
+    providers = importlib.metadata.packages_distributions()
+    missing = []
+    for notebook in sorted((edition.folder / "exercises").rglob("*.ipynb")):
+        code = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+(\w+)", code, flags=re.M))):
+            if name in sys.stdlib_module_names or name in ("course_lib", "course_check"):
+                continue
+            if not {d.lower().replace("_", "-") for d in providers.get(name, [])} & set(light):
+                missing.append(f"{notebook.name}: import {name}")
+    assert not missing, "\n".join(missing)
+
+
+def test_the_install_files_name_no_file_of_the_instructors(edition):
+    for name in ("requirements.txt", "requirements-exercises.txt"):
+        text = (edition.folder / name).read_text(encoding="utf-8")
+        comments = "\n".join(line for line in text.splitlines() if line.startswith("    #"))  # uv's "via" lines
+        assert not re.search(r"-[cr] |\.lock\b|\.in\b|make ", comments), name
+        for path in re.findall(r"\(([\w./-]+)\)", text):  # "s04-course-lib (course_lib/pyproject.toml)"
+            assert (edition.folder / path).exists(), f"{name} names {path}"
 
 
 def _ranges(requirements: list[str]) -> dict[str, SpecifierSet]:

@@ -23,6 +23,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -259,3 +260,36 @@ def test_the_release_notebooks_run_with_their_solutions(student, tmp_path):
     seconds = {Path(p).name: r["seconds"] for p, r in ran.items() if p != str(probe)}
     slowest = max(seconds, key=seconds.__getitem__)
     print(f"\nsolved notebooks: {sum(seconds.values()):.0f} s in all, slowest {slowest} {seconds[slowest]:.1f} s")
+
+
+def test_the_lighter_install_imports_everything_an_exercise_imports(student, tmp_path):
+    """requirements-exercises.txt, installed alone into a new venv, provides every module any release notebook
+    imports (its size is printed beside the full install's; `-s` shows it)."""
+    folder, _ = student
+    venv = tmp_path / "light"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH", "UV_"))}
+    subprocess.run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, env=env)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(UV), "pip", "install", "--quiet", "--python", str(python), "-r", "requirements-exercises.txt"],
+        check=True,
+        cwd=folder,
+        env=env,
+        timeout=1200,
+    )
+    print(f"\nlighter install: {_du(venv) / 1e6:.0f} MB in the venv")
+    modules = sorted(
+        {
+            name
+            for notebook in (folder / "exercises").rglob("*.ipynb")
+            for cell in nbformat.read(notebook, as_version=4).cells
+            if cell.cell_type == "code"
+            for name in re.findall(r"^\s*(?:from|import)\s+([\w.]+)", cell.source, flags=re.M)
+        }
+    )
+    assert "course_check" in modules and "jax" in modules
+    probe = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\nprint('ok')"
+    out = subprocess.run([str(python), "-c", probe, *modules], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    blocked = subprocess.run([str(python), "-c", "import myst_nb"], capture_output=True, text=True, cwd="/")
+    assert blocked.returncode != 0  # what only the pages need is not in it

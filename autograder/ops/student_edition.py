@@ -4,7 +4,7 @@ The edition is written from an allowlist (:func:`build_edition` names every file
 never by deleting from a copy of this repository, then scanned (:mod:`autograder.authoring.leak_scan`); any
 hit fails the command. Layout of ``_build/student-edition/``::
 
-    README.md  LICENSE  requirements.txt  runtime.txt  .python-version  .gitignore
+    README.md  LICENSE  requirements.txt  requirements-exercises.txt  runtime.txt  .python-version  .gitignore
     course_lib/                      the library and its own pyproject.toml (pip install ./course_lib)
     course_check/                    the public checks: scoring code, public cases, its own pyproject.toml
     book/<page>.md, book/<page>.ipynb  each page students read, and its notebook twin (Colab opens these)
@@ -13,6 +13,8 @@ hit fails the command. Layout of ``_build/student-edition/``::
 
 ``requirements.txt`` is the one install file: ``./course_lib``, ``./course_check`` and the student lock
 (``edition/requirements.lock``, ``make student-lock``). Binder (repo2docker) and ``pip install -r`` read it.
+``requirements-exercises.txt`` is the lighter install for a laptop that only does the exercises: the same
+versions, without MuJoCo MJX and myst-nb, which only the book's pages import.
 """
 
 from __future__ import annotations
@@ -193,6 +195,18 @@ def repository_settings(root: Path = ROOT) -> tuple[str | None, str]:
     return (repository.get("url") or None), (repository.get("branch") or "main")
 
 
+def student_lock(lock: str) -> str:
+    """A lock as the edition ships it: the pins and which package needs each, without uv's header (an instructors'
+    command) and the lines naming the files it was compiled from (``-c``/``-r``: the instructors' repository)."""
+    lines = [line for line in lock.splitlines() if not line.startswith("#") and not re.match(r"\s*#\s+-[cr] ", line)]
+    lines = [
+        line
+        for i, line in enumerate(lines)
+        if line.strip() != "# via" or lines[i + 1 : i + 2] and lines[i + 1].startswith("    #   ")
+    ]
+    return "\n".join(lines) + "\n"
+
+
 _GITHUB = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
 
 
@@ -244,15 +258,27 @@ def build_edition(
     files.append(out / "README.md")
     _copy(EDITION_FILES / "gitignore", out / ".gitignore", files)  # the venv and build leftovers of an install
     _copy(root / "LICENSE", out / "LICENSE", files)
-    lock = (root / "edition" / "requirements.lock").read_text(encoding="utf-8")
-    (out / "requirements.txt").write_text(
-        "# 学生版的安装文件（Binder 与 pip install -r requirements.txt 都读它）：课程库本身，以及每个依赖的确切版本\n"
-        "./course_lib\n./course_check\n" + lock,
-        encoding="utf-8",
-    )
+    for name, lock, what in (
+        (
+            "requirements.txt",
+            "requirements.lock",
+            "学生版的安装文件（Binder 与 pip install -r requirements.txt 都读它）",
+        ),
+        (
+            "requirements-exercises.txt",
+            "requirements-exercises.lock",
+            "只做练习时的轻量安装（书页还需要 MuJoCo MJX 和 myst-nb，请用 requirements.txt）",
+        ),
+    ):
+        (out / name).write_text(
+            f"# {what}：课程库本身，以及每个依赖的确切版本\n./course_lib\n./course_check\n"
+            + student_lock((root / "edition" / lock).read_text(encoding="utf-8")),
+            encoding="utf-8",
+        )
+        files.append(out / name)
     (out / "runtime.txt").write_text(f"python-{PYTHON_VERSION}\n", encoding="utf-8")
     (out / ".python-version").write_text(f"{PYTHON_VERSION}\n", encoding="utf-8")
-    files += [out / "requirements.txt", out / "runtime.txt", out / ".python-version"]
+    files += [out / "runtime.txt", out / ".python-version"]
 
     for package, data in (("course_lib", ()), ("course_check", ("public/*.json",))):
         folder = root / package
