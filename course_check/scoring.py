@@ -20,6 +20,7 @@ Expected values are never printed.
 
 from __future__ import annotations
 
+import json
 import re
 
 from dataclasses import dataclass
@@ -145,6 +146,16 @@ def _case(name: str, spec: dict, case: dict, result) -> tuple[list[bool], list[s
     return passed, lines, codes
 
 
+def constant_best(cases: list) -> int:
+    """How many of ``cases`` the best constant answer passes: the count of the most common expected value (the
+    check's one output is a label)."""
+    counts: dict[str, int] = {}
+    for case in cases:
+        label = json.dumps(case["expected"][0])
+        counts[label] = counts.get(label, 0) + 1
+    return max(counts.values(), default=0)
+
+
 def score_results(exercise: str, name: str, kind: str, spec: dict, results: list) -> Scored:
     """Score ``results`` (one record per case of ``spec``, as :mod:`course_check.calling` writes them)
     of check ``exercise.name``; ``kind`` names the cases in the feedback (``隐藏测试`` or ``公开测试``).
@@ -169,8 +180,13 @@ def score_results(exercise: str, name: str, kind: str, spec: dict, results: list
     lines = [f"{kind} {'、'.join(cases_of)}{text}" for text, cases_of in said.items()]
     points = float(spec["points"])
     earned = round(points * share / len(cases), 6) if cases else 0.0
+    best = constant_best(cases) if spec.get("credit") == "above_constant" else 0
+    if best:  # a label: only what beats answering the most common label everywhere earns points
+        earned = round(points * max(0, full - best) / (len(cases) - best), 6)
     # "完全通过": a case counts as passed when every output passed; partial credit comes from the outputs
     header = f"[{exercise}] {name}: 完全通过 {full}/{len(cases)} 个{kind}，得分 {earned:g}/{points:g}"
+    if best and full < len(cases):
+        header += f"（结论题：每次都给同一个结论也能对 {best} 个，只有超出的部分得分）"
     if len(outputs) > 1 and full < len(cases):
         each = "，".join(f"{o['label']} {n}/{len(cases)}" for o, n in zip(outputs, per_output))
         header += f"（部分得分：各项输出通过的测试数为 {each}）"

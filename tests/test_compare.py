@@ -208,3 +208,49 @@ def test_an_all_zero_reference_reports_the_absolute_error():
     verdict = compare(np.array([0.0, 2e-3]), np.zeros(2), atol=1e-9)
     assert not verdict.passed and "参考值全为零" in verdict.message and "2.00e-03" in verdict.message
     assert "e+2" not in verdict.message and "相对误差" not in verdict.message
+
+
+# --- a label answer earns only what beats the best constant answer (Check(credit="above_constant")) ---------
+
+
+def _label_spec(labels, credit="above_constant"):
+    return {
+        "points": 4.0,
+        "messages": {},
+        **({"credit": credit} if credit else {}),
+        "outputs": [{"label": "结论", "kind": "integer", "rtol": 0.0, "atol": 0.0}],
+        "cases": [{"expected": [label], "mistakes": {}} for label in labels],
+    }
+
+
+@pytest.mark.parametrize(
+    ("answers", "earned"),
+    [
+        ([1, 0, 3, 0, 2, 2, 0, 1], 4.0),  # every verdict right
+        ([0] * 8, 0.0),  # the most common label everywhere: 3 of 8 right, worth nothing
+        ([2] * 8, 0.0),
+        ([1, 0, 3, 0, 2, 2, 0, 0], 3.2),  # 7 right: 4 beyond the constant's 3, of 5 possible
+        ([1, 0, 3, 0, 0, 0, 0, 0], 1.6),
+    ],
+)
+def test_a_label_answer_earns_only_what_beats_a_constant_answer(answers, earned):
+    from course_check.protocol import encode
+    from course_check.scoring import constant_best, score_results
+
+    spec = _label_spec([1, 0, 3, 0, 2, 2, 0, 1])
+    assert constant_best(spec["cases"]) == 3
+    results = [{"status": "ok", "value": encode(a)} for a in answers]
+    scored = score_results("ex", "audit", "隐藏测试", spec, results)
+    assert scored.earned == pytest.approx(earned)
+    assert ("每次都给同一个结论也能对 3 个" in scored.feedback) == (earned < 4.0)
+    per_case = score_results("ex", "audit", "隐藏测试", _label_spec([1, 0, 3, 0, 2, 2, 0, 1], None), results)
+    assert per_case.earned == pytest.approx(4.0 * sum(a == b for a, b in zip(answers, [1, 0, 3, 0, 2, 2, 0, 1])) / 8)
+
+
+def test_above_constant_credit_needs_one_label_output():
+    from autograder.authoring.registry import Check, Output
+
+    with pytest.raises(ValueError, match="one integer"):
+        Check("f", lambda: [], reference=abs, outputs=(Output("x", "exact"),), credit="above_constant")
+    with pytest.raises(ValueError, match="credit must be"):
+        Check("f", lambda: [], reference=abs, outputs=(Output("x", "integer"),), credit="most")

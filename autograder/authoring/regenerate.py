@@ -46,6 +46,7 @@ from autograder.authoring.naive_math import hint_problems
 from autograder.authoring.registry import Check, Output, all_checks
 from autograder.kernel.capture import INPUTS_DIR
 from autograder.authoring.sources import COURSE_DIR, check_points, defines, graded_callable, template_signature
+from course_check.scoring import constant_best
 from course_check import PUBLIC_DIR
 from course_check.compare import NONFINITE, tolerance
 from autograder.verdict.data import DATA_DIR
@@ -261,8 +262,12 @@ def check_data(
             "reference:\n  " + "\n  ".join(problems)
         )
     _disjoint(check.key, cases, public)
+    for which, drawn in (("hidden", cases), ("public", public)):
+        if check.credit == "above_constant" and constant_best(drawn) >= len(drawn):
+            raise ToleranceError(f"check {check.key}: every {which} case has the same label; a constant answer passes")
     common = {
         "points": points,
+        **({"credit": check.credit} if check.credit != "per_case" else {}),
         **convention,
         "messages": {
             **{name: m.message for name, m in sorted(check.mistakes.items())},

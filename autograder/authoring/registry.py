@@ -81,6 +81,9 @@ class Check:
         mistakes: ``{mistake name: Mistake or Variant}`` (a :class:`Variant` becomes a :class:`Mistake` of
             ``variant_of``).
         variant_of: the parametrised reference that :class:`Variant` mistakes switch (default: ``reference``).
+        credit: ``"per_case"`` (the share of cases passed) or ``"above_constant"``, for a check whose answer is a
+            label: only the cases passed beyond what the best constant answer passes earn points, so answering
+            the most common label everywhere earns nothing (:func:`course_check.scoring.score_results`).
         nonfinite_hint: Chinese explanation added to the feedback when a result holds NaN/Inf
             (e.g. why a naive formula overflows on this check's hidden inputs).
         exercise: notebook id, filled in by the :class:`Exercise` that holds the check.
@@ -94,10 +97,15 @@ class Check:
     nonfinite_hint: str = ""
     exercise: str = ""
     variant_of: Callable | None = None
+    credit: str = "per_case"
 
     def __post_init__(self):
         if any(o.weight <= 0 for o in self.outputs):
             raise ValueError(f"check {self.name}: an output's weight must be positive")
+        if self.credit not in ("per_case", "above_constant"):
+            raise ValueError(f"check {self.name}: credit must be 'per_case' or 'above_constant'")
+        if self.credit == "above_constant" and [o.kind for o in self.outputs] != ["integer"]:
+            raise ValueError(f"check {self.name}: 'above_constant' credit needs one integer (label) output")
         variant_of = self.variant_of or self.reference
         resolved = {n: m.mistake(variant_of) if isinstance(m, Variant) else m for n, m in self.mistakes.items()}
         object.__setattr__(self, "mistakes", resolved)  # frozen: set once, here

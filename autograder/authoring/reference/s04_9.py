@@ -26,7 +26,7 @@ import optax
 import course_lib as cl
 from autograder.authoring import messages
 from autograder.authoring.cases import case_rng, case_value, draw_until, drawing_key
-from autograder.authoring.registry import Check, Exercise, Mistake, Output, Variant, WrongAnswer
+from autograder.authoring.registry import Check, Exercise, Mistake, Output, Shortcut, Variant, WrongAnswer
 
 # --- mistakes this section recognises ------------------------------------------------------------
 
@@ -284,6 +284,7 @@ _S04_9_EX1_CHECKS = (
         _audit_cases,
         reference=audit,
         outputs=(Output("审计结论（0 一致 / 1 非有限 / 2 被切断 / 3 不一致）", "integer"),),
+        credit="above_constant",  # one verdict for every environment earns nothing
         mistakes={
             "s049_audit_nan_missed": Variant(S049_AUDIT_NAN_MISSED, order="nan_unchecked"),
             "s049_audit_nan_as_mismatch": Variant(S049_AUDIT_NAN_AS_MISMATCH, order="nan_as_mismatch"),
@@ -813,6 +814,23 @@ EXERCISES = (
                 "应判为 2",
                 edits={"audit_answer": [("    if np.all(J_ad == 0):", "    if False:")]},
                 keep=("ad_answer", "fd_answer"),
+            ),
+        ),
+        shortcuts=(
+            # the same verdict for every environment, without auditing: it used to earn the share of the most
+            # common label (3/8 of the hidden cases); above_constant credit gives it nothing
+            Shortcut(
+                "每次都给同一个结论也能对",
+                edits={
+                    "audit_answer": [
+                        (
+                            "    x, u = jnp.asarray(x, dtype=jnp.float64), jnp.asarray(u, dtype=jnp.float64)",
+                            "    return 0",
+                        )
+                    ]
+                },
+                keep=("ad_answer", "fd_answer"),
+                loses=4.0,
             ),
         ),
     ),
