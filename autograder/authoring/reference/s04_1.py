@@ -325,6 +325,7 @@ _S04_1_EX2_CHECKS = (
         reference=lambda p, us, x0: fb_sensitivity_rank(p, us, x0),
         variant_of=fb_sensitivity_rank,
         outputs=(Output("数值秩", "integer"),),
+        credit="above_constant",  # a rank guessed the same for every problem earns nothing (2 of 5 would pass)
         mistakes={
             "s041_terminal_only": Variant(S041_TERMINAL_ONLY, terminal_only=True),
             "s041_no_threshold": Variant(S041_NO_THRESHOLD, no_threshold=True),
