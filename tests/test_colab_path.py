@@ -34,6 +34,7 @@ import pytest
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
+from notebook_text import output_parts
 
 from autograder.authoring.sources import source_notebooks
 from autograder.ops import student_edition
@@ -127,13 +128,7 @@ def _run(nb, km, cwd: Path, before: str = "") -> nbformat.NotebookNode:
 
 
 def _text(cell) -> str:
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.output_type == "stream":
-            parts.append(out.text)
-        elif out.output_type == "error":
-            parts.append(f"{out.ename}: {out.evalue}")
-    return "".join(parts)
+    return "".join(output_parts(cell))
 
 
 def _first_exercise_per_section(folder: Path) -> list[Path]:

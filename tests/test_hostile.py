@@ -31,6 +31,7 @@ from autograder.confine.limits import Limits
 from autograder.ops.classrun import grade_class
 from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.ops.selftest import make_submission, solution_sources
+from notebook_text import output_parts
 
 # one worker grades the catalogue once (a module fixture would otherwise run on each xdist worker)
 pytestmark = [
@@ -302,14 +303,7 @@ NOTEBOOK_BUDGET_S = 30  # per-notebook budget for this test (the course default 
 
 
 def _outputs_text(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.output_type == "stream":
-                parts.append(out.text)
-            elif out.output_type == "error":
-                parts.append(f"{out.ename}: {out.evalue}")
-    return "\n".join(parts)
+    return "\n".join(part for cell in nb.cells for part in output_parts(cell))
 
 
 @pytest.fixture(scope="module")

@@ -99,22 +99,30 @@ def test_every_module_a_page_imports_is_in_the_edition(edition):
     """A twin run on a student's machine finds each of its imports: the standard library, a package of the
     edition's lock (or its own course_lib/course_check), or one of the book's modules beside the pages.
     Read from the twins' code, independently of how the edition picks the book's modules."""
+    pins = _pins((edition.folder / "requirements.txt").read_text(encoding="utf-8"))
+    twins = sorted((edition.folder / "book").glob("*.ipynb"))
+    missing = _unprovided_imports(twins, pins, local=edition.folder / "book")
+    assert not missing, "\n".join(missing)
+
+
+def _unprovided_imports(notebooks, pins: dict, local: Path | None = None) -> list[str]:
+    """``"<notebook>: import <name>"`` for each module a notebook's code imports that is neither the standard
+    library, course_lib/course_check, a module beside it in ``local``, nor provided by a package of ``pins``."""
     import importlib.metadata
 
-    pins = _pins((edition.folder / "requirements.txt").read_text(encoding="utf-8"))
     providers = importlib.metadata.packages_distributions()
     missing = []
-    for twin in sorted((edition.folder / "book").glob("*.ipynb")):
-        code = "\n".join(c.source for c in nbformat.read(twin, as_version=4).cells if c.cell_type == "code")
+    for notebook in notebooks:
+        code = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
         for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+(\w+)", code, flags=re.M))):
             if name in sys.stdlib_module_names or name in ("course_lib", "course_check"):
                 continue
-            if (edition.folder / "book" / f"{name}.py").is_file():
+            if local is not None and (local / f"{name}.py").is_file():
                 continue
             dists = {d.lower().replace("_", "-") for d in providers.get(name, [])}
             if not dists & set(pins):
-                missing.append(f"{twin.name}: import {name} ({sorted(dists) or 'no installed package'})")
-    assert not missing, "\n".join(missing)
+                missing.append(f"{notebook.name}: import {name} ({sorted(dists) or 'no installed package'})")
+    return missing
 
 
 def test_the_exercises_are_the_release_notebooks(edition):
@@ -170,23 +178,13 @@ def test_one_install_file_for_binder_and_pip(edition):
 def test_the_lighter_install_has_the_same_versions_and_everything_the_exercises_import(edition):
     """requirements-exercises.txt: a subset of requirements.txt at the same versions, without what only the pages
     need, and with a package for every module an exercise notebook imports (read from the notebooks' code)."""
-    import importlib.metadata
-
     full = _pins((edition.folder / "requirements.txt").read_text(encoding="utf-8"))
     light_text = (edition.folder / "requirements-exercises.txt").read_text(encoding="utf-8")
     light = _pins(light_text)
     assert light_text.splitlines()[1:3] == ["./course_lib", "./course_check"]
     assert {name: v for name, v in light.items() if full.get(name) != v} == {}
     assert not {"myst-nb", "mujoco", "mujoco-mjx", "sphinx"} & set(light)
-    providers = importlib.metadata.packages_distributions()
-    missing = []
-    for notebook in sorted((edition.folder / "exercises").rglob("*.ipynb")):
-        code = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
-        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+(\w+)", code, flags=re.M))):
-            if name in sys.stdlib_module_names or name in ("course_lib", "course_check"):
-                continue
-            if not {d.lower().replace("_", "-") for d in providers.get(name, [])} & set(light):
-                missing.append(f"{notebook.name}: import {name}")
+    missing = _unprovided_imports(sorted((edition.folder / "exercises").rglob("*.ipynb")), light)
     assert not missing, "\n".join(missing)
 
 
