@@ -38,7 +38,8 @@ def load_public(exercise: str, public_dir: Path = PUBLIC_DIR) -> dict:
         raise FileNotFoundError(  # a student reads this in the notebook: say how to fix it, in Chinese
             f"no public checks for exercise {exercise!r} (looked for {path})。"
             f"已安装的 course_check 里没有练习 {exercise} 的公开测试，多半是课程仓库更新过而你的安装还是旧的："
-            "在学生版仓库里运行 git pull，再运行 pip install -r requirements.txt（Colab 中重新运行安装那一行），然后重启内核。"
+            "在学生版仓库里运行 git pull，再运行 pip install -r requirements.txt，然后重启内核；"
+            "Colab 中点“运行时 → 断开连接并删除运行时”，再从第一个单元（Colab 准备单元）重新运行。"
         )
     return json.loads(path.read_text(encoding="utf-8"))
 

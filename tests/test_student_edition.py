@@ -332,3 +332,14 @@ def test_the_editions_own_text_names_only_what_the_edition_holds(edition):
             if command in text:
                 missing.append(f"{path.relative_to(edition)} asks for {command!r}")
     assert not missing, "\n".join(missing)
+
+
+def test_an_exercise_newer_than_the_install_says_how_to_update(tmp_path):
+    """After a git pull without a reinstall, a new exercise's public checks are not installed yet: the student reads
+    what to do, in Chinese, for a laptop and for Colab (whose first cell installs once per runtime)."""
+    from course_check import load_public
+
+    with pytest.raises(FileNotFoundError) as raised:
+        load_public("s04_4_ex9", public_dir=tmp_path)
+    said = str(raised.value)
+    assert "git pull" in said and "pip install -r requirements.txt" in said and "删除运行时" in said
