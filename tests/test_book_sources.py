@@ -16,7 +16,8 @@ from fontTools.ttLib import TTFont
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "book").glob("*.md"))
-HEADING = re.compile(r"^#+ S04\.(\d+(?:\.\d+)*)\b")
+#: a numbered heading; "S04.7（续）" is the second page of a section that was split, labelled s04-7b
+HEADING = re.compile(r"^#+ S04\.(\d+(?:\.\d+)*)(?![\w.])(（续）)?")
 MENTION = re.compile(r"(?<![\w.`<-])S04\.\d+(?:\.\d+)*(?![\w-]|\.\d)")
 # spans in a prose line that are not prose: inline code, math, roles, links, HTML
 NOT_PROSE = re.compile(r"(`+)[^`]*?\1|\$\$.*?\$\$|\$[^$]*\$|\{[a-z:-]+\}`[^`]*`|\[[^\]]*\]\([^)]*\)|<[^>]+>")
@@ -49,12 +50,17 @@ def split_page(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]
     return prose, code
 
 
+def heading_label(match: re.Match) -> str:
+    """The label a numbered heading must carry: S04.4.1 -> s04-4-1, S04.7（续） -> s04-7b."""
+    return "s04-" + match.group(1).replace(".", "-") + ("b" if match.group(2) else "")
+
+
 def labels() -> set[str]:
     found = set()
     for page in PAGES:
         for line in page.read_text(encoding="utf-8").splitlines():
             if match := HEADING.match(line):
-                found.add("s04-" + match.group(1).replace(".", "-"))
+                found.add(heading_label(match))
     return found
 
 
@@ -64,7 +70,7 @@ def test_every_numbered_heading_has_its_label(page):
     missing = []
     for i, line in enumerate(lines):
         if match := HEADING.match(line):
-            label = "(s04-" + match.group(1).replace(".", "-") + ")="
+            label = f"({heading_label(match)})="
             previous = [candidate for candidate in lines[:i] if candidate.strip()]
             if not previous or previous[-1].strip() != label:
                 missing.append(f"{page.name}:{i + 1}: {line.strip()} needs {label} on the line above")
