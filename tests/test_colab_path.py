@@ -39,7 +39,8 @@ from notebook_text import output_parts
 from autograder.authoring.sources import source_notebooks
 from autograder.ops import student_edition
 
-pytestmark = [pytest.mark.slow]
+# one worker builds the simulated Colab once and runs the three steps on it (each worker would build its own)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("colab")]
 
 ROOT = Path(__file__).resolve().parents[1]
 UV = Path(sys.executable).parent / "uv"
@@ -155,8 +156,24 @@ def test_colab_installs_keeps_numpy_replaces_an_old_jax_and_asks_for_a_restart(c
     assert after["jax"] == after["jaxlib"] == "0.10.2" and after["numpy"] == numpy_before  # NumPy was in range
 
 
-def test_after_the_restart_every_sections_public_checks_run_blank(colab):
+@pytest.fixture(scope="module")
+def installed(colab):
+    """The simulated Colab after a session ran an exercise's first cell with nothing imported before it (the
+    install; a no-op when the restart test ran first): what a student finds after the restart."""
     folder, python, content, kernels = colab
+    exercise = nbformat.read(_first_exercise_per_section(folder)[0], as_version=4)
+    km, kc = _session(kernels, content)
+    try:
+        nb = _run(nbformat.v4.new_notebook(cells=[exercise.cells[0]]), km, content)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert "Colab 已准备好" in _text(nb.cells[1]), _text(nb.cells[1])
+    return colab
+
+
+def test_after_the_restart_every_sections_public_checks_run_blank(installed):
+    folder, python, content, kernels = installed
     km, kc = _session(kernels, content)  # the restart: a new session; the first cell now installs nothing
     reset = "%reset -f\nimport jax, matplotlib\njax.config.update('jax_enable_x64', False)\nmatplotlib.rcdefaults()\n"
     problems = []
@@ -183,8 +200,8 @@ def test_after_the_restart_every_sections_public_checks_run_blank(colab):
 
 
 @pytest.mark.parametrize("page", TWINS)
-def test_a_page_twin_runs_from_its_first_cell(colab, page):
-    folder, python, content, kernels = colab
+def test_a_page_twin_runs_from_its_first_cell(installed, page):
+    folder, python, content, kernels = installed
     twin = nbformat.read(folder / "book" / f"{page}.ipynb", as_version=4)
     km, kc = _session(kernels, content)
     try:
