@@ -1,7 +1,7 @@
 """Sketches of the systems the chapter simulates, drawn with matplotlib for the book's pages.
 
 ``draw_systems()`` returns one figure with four panels: the ball over a hard ground (S04.4.1), the planar
-hopper (S04.4.5), the box between a floor and a wall (S04.5), and the cart-pole (S04.9). The proportions
+hopper (S04.4.4), the box between a floor and a wall (S04.5), and the cart-pole (S04.9). The proportions
 follow the default parameters of ``course_lib`` where a picture can show them; the labels name the
 state variables the pages use. Kept out of the pages' code cells: it is drawing, not physics.
 """

@@ -10,7 +10,7 @@ Two kinds, following the library's conventions:
   :func:`sliding_block_step` and :func:`box_wall_step` solve a complementarity problem each step.
 
 Every step factory takes ``with_record=True`` to return ``step(x, u, p) -> (x_next, record)`` with a
-:class:`ContactRecord`, the per-step contact log of S04.4.5 (mode, penetration, forces,
+:class:`ContactRecord`, the per-step contact log of S04.4.4 (mode, penetration, forces,
 complementarity residual); :func:`rollout_with_record` scans it. Mechanical states are ordered
 ``x = (q, v)``. Every system is described by a :class:`ContactSystem` in :data:`CONTACT_SYSTEMS`.
 """
@@ -56,7 +56,7 @@ RecordingStep = Callable[[State, Control, Params], "tuple[State, ContactRecord]"
 
 
 class ContactRecord(NamedTuple):
-    r"""Contact log of one step for ``nc`` contacts; every field has shape ``(nc,)`` (S04.4.5).
+    r"""Contact log of one step for ``nc`` contacts; every field has shape ``(nc,)`` (S04.4.4).
 
     Attributes:
         mode: ``int32``, index into :data:`CONTACT_MODES`: 0 separating, 1 sticking, 2 sliding.
@@ -428,7 +428,7 @@ def _hopper_forces(x, u, p: HopperParams, force_law):
 
 
 def hopper(law: str = "penalty") -> Dynamics:
-    r"""Dynamics ``f(x, u, p)`` of a planar point-foot hopper with soft ground contact (for S04.4.8 exercise 3).
+    r"""Dynamics ``f(x, u, p)`` of a planar point-foot hopper with soft ground contact (for S04.4 exercise 3).
 
     State ``x = (x_b, z_b, x_f, z_f, \dot x_b, \dot z_b, \dot x_f, \dot z_f)`` (body and foot
     positions, then velocities), input ``u = (F, \tau)``: leg thrust (N, along the leg) and hip

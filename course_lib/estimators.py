@@ -1,4 +1,4 @@
-r"""Batched gradient estimators for a Gaussian-smoothed objective (S04.4.3–S04.4.4).
+r"""Batched gradient estimators for a Gaussian-smoothed objective (S04.4.3, S04.4.5).
 
 The smoothed objective of a loss :math:`L` is
 
@@ -18,7 +18,7 @@ gradients?"), its gradient is estimated from :math:`N` samples :math:`w_i` in th
 ZoBG is unbiased for :math:`\nabla F` whenever :math:`F` exists (Stein's identity), even for
 a discontinuous :math:`L`. FoBG is unbiased only when gradient and expectation may be
 exchanged: for the Heaviside step :math:`H` it is exactly zero although
-:math:`\nabla F(\theta) = \varphi(\theta/\sigma)/\sigma`. That is the bias of S04.4.4: a
+:math:`\nabla F(\theta) = \varphi(\theta/\sigma)/\sigma`. That is the bias of S04.4.5: a
 differentiable simulator sees the derivative inside a contact mode, never the motion of
 the mode boundary.
 
@@ -208,7 +208,7 @@ def gradient_samples(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarL
 
 
 def fobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientEstimate:
-    r"""First-order batched gradient :math:`\bar g^{[1]} = \frac1N\sum_i\nabla L(\theta + w_i)` (S04.4.4).
+    r"""First-order batched gradient :math:`\bar g^{[1]} = \frac1N\sum_i\nabla L(\theta + w_i)` (S04.4.5).
 
     Low variance where :math:`L` is smooth; biased where :math:`L` jumps (zero for a step).
 
@@ -230,7 +230,7 @@ def fobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_sampl
 
 
 def zobg(loss_fn: LossFn, theta: PyTree, key: Key, *, sigma: ScalarLike, n_samples: int) -> GradientEstimate:
-    r"""Zeroth-order batched gradient with baseline (Gaussian smoothing, S04.4.4).
+    r"""Zeroth-order batched gradient with baseline (Gaussian smoothing, S04.4.5).
 
     .. math:: \bar g^{[0]} = \frac1N\sum_i \frac{\big(L(\theta+w_i) - L(\theta)\big)\,w_i}{\sigma^2}
 

@@ -16,7 +16,7 @@ from fontTools.ttLib import TTFont
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "book").glob("*.md"))
-#: a numbered heading; "S04.7（续）" is the second page of a section that was split, labelled s04-7b
+#: a numbered heading; "S04.7（续）" is the second page of a section that was split, labelled s04-7b (S04.4（续）: s04-4b)
 HEADING = re.compile(r"^#+ S04\.(\d+(?:\.\d+)*)(?![\w.])(（续）)?")
 MENTION = re.compile(r"(?<![\w.`<-])S04\.\d+(?:\.\d+)*(?![\w-]|\.\d)")
 # spans in a prose line that are not prose: inline code, math, roles, links, HTML
@@ -51,7 +51,7 @@ def split_page(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]
 
 
 def heading_label(match: re.Match) -> str:
-    """The label a numbered heading must carry: S04.4.1 -> s04-4-1, S04.7（续） -> s04-7b."""
+    """The label a numbered heading must carry: S04.4.1 -> s04-4-1, S04.4（续） -> s04-4b, S04.7（续） -> s04-7b."""
     return "s04-" + match.group(1).replace(".", "-") + ("b" if match.group(2) else "")
 
 

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("page_seeds")]
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 #: (page under book/, its section heading line as written in the source)
-SECTIONS = [("s04_4.md", "## S04.4.4 FoBG 偏差的直觉")]
+SECTIONS = [("s04_4b.md", "## S04.4.5 FoBG 偏差的直觉")]
 #: seeds other than the book's 0
 SEEDS = (1, 2)
 GLUE_READ = re.compile(r"\{glue(?::text|:)?\}`([A-Za-z0-9_]+)")

@@ -40,7 +40,7 @@ class ContactSolution(NamedTuple):
             :math:`\max(|p_n - \max(0, p_n - r w_n)|,\ |p_t - \mathrm{clip}(p_t - r w_t, -\mu p_n, \mu p_n)|)`
             with :math:`r = 1/W_{ii}`; zero exactly at a solution of the hard problem; for the relaxed
             one :math:`O(\kappa)` at strictly (in)active contacts and :math:`O(\sqrt\kappa)` at degenerate ones.
-        mode: ``int32``; 0 separating, 1 sticking, 2 sliding (S04.4.5's contact log).
+        mode: ``int32``; 0 separating, 1 sticking, 2 sliding (S04.4.4's contact log).
     """
 
     normal: Float[Array, " nc"]
