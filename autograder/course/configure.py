@@ -31,7 +31,7 @@ def configure(c, here) -> None:
 
     from autograder.ops.collect import EXTRACTOR, NAMED_REGEXP
     from autograder.ops.nbgrader_patches import install
-    from autograder.ops.term import load_term
+    from autograder.course.term import load_term
     from autograder.verdict.lateness import TermLatePolicy
     from autograder.verdict.mathjax import TEMPLATES
     from autograder.verdict.pipeline import AUTOGRADE_PREPROCESSORS, FEEDBACK_PREPROCESSORS
@@ -60,6 +60,7 @@ def configure(c, here) -> None:
     # The term (term.toml): nbgrader's AssignLatePenalties applies the late policy in every autograde, and the
     # feedback of a late or extended submission says how late it was and what it cost.
     term = load_term(here)
+    c.Course.term = term  # kept: a Course built from this config takes it rather than reading term.toml again
     c.AssignLatePenalties.plugin_class = TermLatePolicy
     c.TermLatePolicy.percent_per_day = term.policy.percent_per_day
     c.TermLatePolicy.cap_percent = term.policy.cap_percent

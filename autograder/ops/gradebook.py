@@ -1,8 +1,8 @@
 """Where nbgrader's gradebook is and what it holds about the course's scores, read in one place.
 
 :func:`read_gradebook` copies the students, the assignments with their grade cells, and every submission with
-its notebooks and grades out of the gradebook nbgrader is configured with (:func:`gradebook_url`: SQLite or
-PostgreSQL) into plain dataclasses, through nbgrader's ``Gradebook`` API. The score table (:func:`autograder.ops.reports.score_rows`), the LMS grade files
+its notebooks and grades out of the gradebook nbgrader is configured with (the course's
+:attr:`~autograder.course.course.Course.gradebook_url`: SQLite or PostgreSQL) into plain dataclasses, through nbgrader's ``Gradebook`` API. The score table (:func:`autograder.ops.reports.score_rows`), the LMS grade files
 (:func:`autograder.ops.lms_grades.grade_table`), the regrade audit (:func:`autograder.ops.audit.cell_scores`)
 and the class run's summary (:func:`autograder.ops.nbgrader_run.gradebook_scores`) all derive from it.
 
@@ -20,24 +20,14 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-
-def course_directory_config(course_dir: Path) -> dict:
-    """The ``CourseDirectory`` section of the course's ``nbgrader_config.py`` (empty without one)."""
-    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-    try:
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(course_dir).resolve())).load_config()
-    except ConfigFileNotFound:
-        return {}
-    return dict(config["CourseDirectory"]) if "CourseDirectory" in config else {}
+from autograder.course.course import Course
 
 
-def gradebook_url(course_dir: Path, config: dict | None = None) -> str:
-    """The gradebook nbgrader uses for this course: ``CourseDirectory.db_url`` from the course's
-    ``nbgrader_config.py`` (e.g. a PostgreSQL server), else nbgrader's default ``gradebook.db``.
-    ``config``: that ``CourseDirectory`` section, when the caller has read it already."""
-    url = (course_directory_config(course_dir) if config is None else config).get("db_url")
-    return url or f"sqlite:///{Path(course_dir).resolve() / 'gradebook.db'}"
+def gradebook_url(course: Course | Path) -> str:
+    """The gradebook nbgrader uses for this course (:attr:`autograder.course.course.Course.gradebook_url`):
+    ``CourseDirectory.db_url`` from the course's ``nbgrader_config.py`` (e.g. a PostgreSQL server), else
+    nbgrader's default ``gradebook.db``."""
+    return Course.of(course).gradebook_url
 
 
 def is_written(cell) -> bool:
@@ -125,9 +115,9 @@ class Snapshot:
 
 
 def read_gradebook(
-    course_dir: Path, sections: Iterable[str] | None = None, students: Collection[str] | None = None
+    course: Course | Path, sections: Iterable[str] | None = None, students: Collection[str] | None = None
 ) -> Snapshot:
-    """The gradebook of the course in ``course_dir``, read through nbgrader's API.
+    """The gradebook of ``course`` (or of the course in that folder), read through nbgrader's API.
 
     ``sections``: the assignments to read (default: all); one the gradebook lacks is left out.
     ``students``: read only these students' submissions (default: everyone's); the student list stays whole.
@@ -135,7 +125,7 @@ def read_gradebook(
     from nbgrader.api import Gradebook
 
     wanted = None if sections is None else set(sections)
-    with Gradebook(gradebook_url(course_dir)) as gb:
+    with Gradebook(gradebook_url(course)) as gb:
         people = sorted(
             (
                 Student(s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 from autograder.confine.limits import require_sandbox
-from autograder.ops.gradebook import course_directory_config, gradebook_url, read_gradebook
+from autograder.course.course import Course
+from autograder.ops.gradebook import gradebook_url, read_gradebook  # noqa: F401 (gradebook_url: API here too)
 
 
-def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
-    """Run ``nbgrader <args>`` in ``course_dir``; raise with nbgrader's log if it fails.
+def nbgrader(args, course_dir: Course | Path, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """Run ``nbgrader <args>`` in the course folder ``course_dir``; raise with nbgrader's log if it fails.
 
     The interpreter's ``bin/`` goes first on PATH because nbgrader calls ``alembic`` by name;
     refuses (:func:`autograder.confine.limits.require_sandbox`) where grading kernels could not be sandboxed.
@@ -26,7 +27,7 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
         [os.path.join(bin_dir, "nbgrader"), *args],
-        cwd=course_dir,
+        cwd=course_dir.folder if isinstance(course_dir, Course) else course_dir,
         env=env,
         capture_output=True,
         text=True,
@@ -39,7 +40,7 @@ def nbgrader(args, course_dir: Path, timeout: float = 3600) -> subprocess.Comple
     return proc
 
 
-def prepare_gradebook(course_dir: Path) -> None:
+def prepare_gradebook(course: Course | Path) -> None:
     """Create the course's gradebook tables and course row now, in this one process.
 
     nbgrader's ``Gradebook`` creates the tables, the alembic version and the course row whenever it
@@ -52,15 +53,15 @@ def prepare_gradebook(course_dir: Path) -> None:
     from autograder.ops.nbgrader_patches import install
 
     install()  # the schema revision read in this process, not by an `alembic heads` process
-    config = course_directory_config(course_dir)
-    with Gradebook(gradebook_url(course_dir, config), course_id=config.get("course_id") or "default_course"):
+    course = Course.of(course)
+    with Gradebook(course.gradebook_url, course_id=course.course_id or "default_course"):
         pass
 
 
-def gradebook_scores(course_dir: Path, assignment: str) -> dict:
+def gradebook_scores(course: Course | Path, assignment: str) -> dict:
     """``{student: {notebook: {"auto": (score, max), "manual_max": max}}}`` from the gradebook
     (:func:`autograder.ops.gradebook.read_gradebook`); "manual" are the written answers."""
-    submissions = read_gradebook(course_dir, [assignment]).submissions(assignment)
+    submissions = read_gradebook(course, [assignment]).submissions(assignment)
     return {
         student: {
             name: {
