@@ -15,6 +15,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from autograder.course.course import Course
 from autograder.verdict.preprocessors import GRADE_CALL  # how a graded cell names its check
 
 COURSE_DIR = Path(__file__).resolve().parents[2] / "assignments"
@@ -56,14 +57,17 @@ def build_notebook(md_path: Path) -> Path:
     return out
 
 
-def source_notebooks(course_dir: Path = COURSE_DIR, sections=None) -> list[Path]:
-    """All source ``.md`` files, optionally only those of the given sections (assignments)."""
-    paths = sorted((course_dir / "source").glob("*/*.md"))
-    return [p for p in paths if sections is None or p.parent.name in sections]
+def source_notebooks(course: Course | Path = COURSE_DIR, sections=None) -> list[Path]:
+    """All source ``.md`` files, optionally only those of the given sections (assignments): in each section's
+    nbgrader source folder, where the built ``.ipynb`` must be for nbgrader to read it."""
+    folders = Course.of(course).source_folders()
+    return sorted(
+        p for section, folder in folders.items() if sections is None or section in sections for p in folder.glob("*.md")
+    )
 
 
-def build_all(course_dir: Path = COURSE_DIR, sections=None) -> list[Path]:
-    return [build_notebook(p) for p in source_notebooks(course_dir, sections)]
+def build_all(course: Course | Path = COURSE_DIR, sections=None) -> list[Path]:
+    return [build_notebook(p) for p in source_notebooks(course, sections)]
 
 
 # --- reading a source notebook: what exercise specs refer to instead of repeating it ---------------
@@ -71,9 +75,9 @@ def build_all(course_dir: Path = COURSE_DIR, sections=None) -> list[Path]:
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
-def source_path(exercise: str, course_dir: Path | None = None) -> Path:
+def source_path(exercise: str, course: Course | Path | None = None) -> Path:
     """``assignments/source/<section>/<exercise>.md``."""
-    paths = sorted(((course_dir or COURSE_DIR) / "source").glob(f"*/{exercise}.md"))
+    paths = [path for path in source_notebooks(course or COURSE_DIR) if path.stem == exercise]
     if len(paths) != 1:
         raise KeyError(f"no single source notebook for exercise {exercise!r}: {paths}")
     return paths[0]

@@ -11,7 +11,6 @@ notebook ``generate_assignment`` releases (``tests/test_student_copy.py`` compar
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
@@ -26,10 +25,10 @@ from nbgrader.preprocessors import (
     ComputeChecksums,
     LockCells,
 )
-from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.authoring.release_scan import scan_release
 from autograder.authoring.sources import COURSE_DIR, complete_metadata, source_notebooks
+from autograder.course.course import Course
 
 # nbgrader's GenerateAssignment.preprocessors, less IncludeHeaderFooter and InstantiateTests (the course
 # configures neither a header nor autotests) and SaveCells (the gradebook).
@@ -46,22 +45,16 @@ _RELEASE_STEPS = (
 )
 
 
-@functools.lru_cache(maxsize=None)
-def _course_config(course_dir: Path):
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-
-
-def student_notebook(md_path: Path, course_dir: Path = COURSE_DIR) -> nbformat.NotebookNode:
+def student_notebook(md_path: Path, course: Course | Path = COURSE_DIR) -> nbformat.NotebookNode:
     """The release version of the exercise whose source is ``md_path``: no solutions, no hidden checks."""
-    return _release(complete_metadata(jupytext.read(md_path), md_path.name), md_path, course_dir)
+    return _release(complete_metadata(jupytext.read(md_path), md_path.name), md_path, Course.of(course))
 
 
-def _release(source: nbformat.NotebookNode, md_path: Path, course_dir: Path) -> nbformat.NotebookNode:
+def _release(source: nbformat.NotebookNode, md_path: Path, course: Course) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(source)  # a copy: the preprocessors change the notebook they are given
-    config = _course_config(Path(course_dir))
     resources = {"nbgrader": {"notebook": md_path.stem, "assignment": md_path.parent.name}}
     for step in _RELEASE_STEPS:
-        nb, resources = step(config=config).preprocess(nb, resources)
+        nb, resources = step(config=course.config).preprocess(nb, resources)
     return nb
 
 
@@ -71,18 +64,16 @@ def write_student_copies(out: Path, course_dir: Path = COURSE_DIR) -> tuple[dict
     Returns ``({exercise: path}, problems)``; ``problems`` is what :func:`scan_release` finds (empty: clean).
     The scan compares with the source notebooks, written meanwhile to ``out/.source`` and removed after.
     """
-    written, problems = {}, []
-    for md in source_notebooks(Path(course_dir)):
+    written, problems, course = {}, [], Course.load(course_dir)
+    for md in source_notebooks(course):
         release, source_dir = out / md.parent.name, out / ".source" / md.parent.name
         release.mkdir(parents=True, exist_ok=True)
         source_dir.mkdir(parents=True, exist_ok=True)
         source = complete_metadata(jupytext.read(md), md.name)
         nbformat.write(source, source_dir / f"{md.stem}.ipynb")
         written[md.stem] = release / f"{md.stem}.ipynb"
-        nbformat.write(_release(source, md, course_dir), written[md.stem])
+        nbformat.write(_release(source, md, course), written[md.stem])
     for section in sorted({path.parent for path in written.values()}):
-        problems += scan_release(
-            section, out / ".source" / section.name, Path(course_dir).parent / "autograder" / "data"
-        )
+        problems += scan_release(section, out / ".source" / section.name, course.folder.parent / "autograder" / "data")
     shutil.rmtree(out / ".source", ignore_errors=True)
     return written, problems

@@ -38,6 +38,7 @@ as a TA clicks; each regrade starts with the full budget.
 
 from __future__ import annotations
 
+import copy
 import contextlib
 import os
 import time
@@ -229,18 +230,15 @@ class SafeExecute(Execute):
         return cell, resources
 
 
-def kernel_settings(course_dir, extra_args=()) -> tuple[bool, Path | None]:
+def kernel_settings(config, extra_args=()) -> tuple[bool, Path | None]:
     """``(fork_kernels, verified compilation cache or None)`` as :class:`SafeExecute` will see them when
-    ``nbgrader autograde ... <extra_args>`` runs in ``course_dir`` (the course's ``nbgrader_config.py`` and the
-    ``--SafeExecute.*`` arguments). The class run starts the one zygote its workers share for these; a worker
-    that sees other settings starts its own (:meth:`autograder.confine.zygote_registry.ZygoteRegistry.get`)."""
-    from traitlets.config import Config
-    from traitlets.config.loader import ConfigFileNotFound, KVArgParseConfigLoader, PyFileConfigLoader
+    ``nbgrader autograde ... <extra_args>`` runs with the course's nbgrader ``config`` (its ``nbgrader_config.py``,
+    read by the caller) and the ``--SafeExecute.*`` arguments. The class run starts the one zygote its workers
+    share for these; a worker that sees other settings starts its own
+    (:meth:`autograder.confine.zygote_registry.ZygoteRegistry.get`)."""
+    from traitlets.config.loader import KVArgParseConfigLoader
 
-    try:
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-    except ConfigFileNotFound:
-        config = Config()
-    config.merge(KVArgParseConfigLoader([a for a in extra_args if a.startswith("--SafeExecute.")]).load_config())
-    executor = SafeExecute(config=config)
+    merged = copy.deepcopy(config)  # the caller's config stays as it was read (merge shares its sections)
+    merged.merge(KVArgParseConfigLoader([a for a in extra_args if a.startswith("--SafeExecute.")]).load_config())
+    executor = SafeExecute(config=merged)
     return executor.fork_kernels, (executor._verified_cache() if executor.fork_kernels else None)

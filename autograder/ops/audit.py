@@ -21,19 +21,20 @@ import hashlib
 import json
 from pathlib import Path
 
+from autograder.course.course import Course
 from autograder.ops.gradebook import read_gradebook
 from autograder.verdict import journal
 from autograder.verdict.data import DATA_DIR
 
 
-def cell_scores(course_dir: Path, section: str, students=None) -> dict[str, dict[str, list]]:
+def cell_scores(course: Course | Path, section: str, students=None) -> dict[str, dict[str, list]]:
     """``{student: {"<notebook>/<cell>": [auto_score, manual_score]}}`` from the gradebook
     (:func:`autograder.ops.gradebook.read_gradebook`)."""
     return {
         student: {
             f"{nb.name}/{g.name}": [g.auto_score, g.manual_score] for nb in sub.notebooks.values() for g in nb.grades
         }
-        for student, sub in read_gradebook(course_dir, [section], students).submissions(section).items()
+        for student, sub in read_gradebook(course, [section], students).submissions(section).items()
     }
 
 

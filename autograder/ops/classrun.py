@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from autograder.course.course import Course
 from autograder.ops import audit
 from autograder.confine.limits import SANDBOX_OFF_WARNING, Limits, require_sandbox, sandbox_wanted
 from autograder.ops.executors import DaskExecutor, Executor, ThreadExecutor
@@ -58,16 +59,16 @@ def explain_failure(log: str) -> str:
     return (lines[0] if lines else log.strip().splitlines()[-1] if log.strip() else "nbgrader failed").strip()[:300]
 
 
-def run_job(course_dir: Path, section: str, student: str, limits: Limits, extra_args=(), worker=None) -> JobResult:
-    """Autograde one submission in ``worker`` (a :class:`~autograder.ops.worker.GradingWorker`; a fresh one
-    for this job when ``None``); never raises."""
+def run_job(course: Course | Path, section: str, student: str, limits: Limits, extra_args=(), worker=None) -> JobResult:
+    """Autograde one submission of ``course`` (or of the course in that folder) in ``worker`` (a
+    :class:`~autograder.ops.worker.GradingWorker`; a fresh one for this job when ``None``); never raises."""
     try:
-        return _run_job(Path(course_dir), section, student, limits, extra_args, worker)
+        return _run_job(Course.of(course), section, student, limits, extra_args, worker)
     except Exception as exc:  # a bug of ours, or a file system error: this submission fails, with why
         return JobResult.crashed(section, student, exc)
 
 
-def _run_job(course: Path, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
+def _run_job(course: Course, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
     problem = submission_problem(course, section, student)
     if problem:
         return JobResult(section, student, "failed", 0.0, problem)
@@ -76,7 +77,7 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
     # wait for it, then grade again. Its own two attempts are bounded by the submission limit.
     asked = time.perf_counter()
     try:
-        with graded_alone(course, section, student, wait_s=2 * limits.submission_timeout_s + 60):
+        with graded_alone(course.folder, section, student, wait_s=2 * limits.submission_timeout_s + 60):
             waited = time.perf_counter() - asked
             result = _grade_locked(course, section, student, limits, extra_args, worker)
     except SubmissionBusy:
@@ -91,10 +92,10 @@ def _run_job(course: Path, section: str, student: str, limits: Limits, extra_arg
     return result
 
 
-def _grade_locked(course: Path, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
+def _grade_locked(course: Course, section: str, student: str, limits: Limits, extra_args, worker) -> JobResult:
     own = worker is None
-    worker = worker or GradingWorker(course, limits)
-    log_path = course / ".grading" / "logs" / section / f"{student}.log"
+    worker = worker or GradingWorker(course.folder, limits)
+    log_path = course.folder / ".grading" / "logs" / section / f"{student}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
@@ -121,13 +122,13 @@ def _grade_locked(course: Path, section: str, student: str, limits: Limits, extr
         student,
         "failed",
         time.perf_counter() - start,
-        f"{explain_failure(outcome.log)}（nbgrader 日志：{log_path.relative_to(course)}）",
+        f"{explain_failure(outcome.log)}（nbgrader 日志：{log_path.relative_to(course.folder)}）",
         outcome.phases,
     )
 
 
 def grade_class(
-    course_dir: Path,
+    course: Course | Path,
     sections,
     workers: int = 1,
     students=None,
@@ -144,7 +145,7 @@ def grade_class(
     Dask worker (a shared file system), and a gradebook several machines write needs a server (PostgreSQL).
     Dask retries a job whose worker died; this process remains the one writer of the ledger.
     """
-    course = Path(course_dir)
+    course = Course.of(course)
     limits = limits or Limits()  # the sandbox switch as the environment says now
     ledger = Ledger(course, sections, students, force)
     regraded = {job.section for job in ledger.pending if ledger.previous[job]}
@@ -159,7 +160,7 @@ def grade_class(
             after = audit.cell_scores(course, job.section, {job.student}).get(job.student, {})
             why = audit.reasons(old, job.fingerprint, ledger.inputs[job.section])
             was = before[job.section].get(job.student, {})
-            changes = audit.record_changes(course, job.section, job.student, was, after, why)
+            changes = audit.record_changes(course.folder, job.section, job.student, was, after, why)
             result.changed_cells, result.flagged_cells = len(changes), sum(c["flagged"] for c in changes)
         ledger.record(job, result)
         bar.update()
@@ -197,13 +198,14 @@ def phase_lines(results: list[JobResult]) -> list[str]:
 PHASE_NAMES = {"queue": "排队", "kernel": "内核启动与结束", "execute": "执行单元", "nbgrader": "nbgrader 与评判"}
 
 
-def summary_lines(course_dir: Path, results: list[JobResult]) -> list[str]:
+def summary_lines(course: Course | Path, results: list[JobResult]) -> list[str]:
     """Per-student scores from the gradebook, then the failures and why."""
     from autograder.ops.nbgrader_run import gradebook_scores
 
+    course = Course.of(course)
     lines = []
     for section in sorted({r.section for r in results}):
-        scores = gradebook_scores(course_dir, section)
+        scores = gradebook_scores(course, section)
         for r in (r for r in results if r.section == section):
             notebooks = scores.get(r.student, {})
             got = sum(v["auto"][0] for v in notebooks.values())

@@ -1,7 +1,8 @@
 """Instructor commands: ``python -m autograder <command>`` (run from the repository root).
 
-Each command wraps the real nbgrader commands on the course folder ``assignments/``. A command imports
-what it needs when it runs: JAX and the reference solutions only for the commands that compute with them
+Each command wraps the real nbgrader commands on the course folder ``assignments/``, which it reads once
+(:func:`_course`: its ``nbgrader_config.py``, its ``term.toml``) and passes on. A command imports what it
+needs when it runs: JAX and the reference solutions only for the commands that compute with them
 (``regenerate``, ``release``, ``selftest``, ...), so ``export``, ``collect``, ``term`` or ``--help`` start fast.
 """
 
@@ -42,6 +43,17 @@ def command(name: str, help_: str, *arguments: tuple, actions: dict | None = Non
 SECTIONS_ARG = arg("sections", nargs="*", help=f"sections (default all: {', '.join(SECTIONS)})")
 
 
+def _course(command: str):
+    """The course folder :data:`COURSE`, read once for this command (:class:`autograder.course.course.Course`);
+    a term file it cannot mean stops the command in one line, before anything is written."""
+    from autograder.course.course import Course
+
+    try:
+        return Course.load(COURSE)
+    except ValueError as exc:
+        raise SystemExit(f"{command}: {exc}") from None
+
+
 def _sections(args) -> list[str]:
     chosen = args.sections or list(SECTIONS)
     unknown = sorted(set(chosen) - set(SECTIONS))
@@ -52,10 +64,14 @@ def _sections(args) -> list[str]:
 
 @command("build", "turn source .md files into the .ipynb files nbgrader reads", SECTIONS_ARG)
 def cmd_build(args):
+    _build(_course("build"), _sections(args))
+
+
+def _build(course, sections) -> None:
     from autograder.authoring import sources
 
-    for path in sources.build_all(COURSE, _sections(args)):
-        print(f"built {path.relative_to(COURSE.parent)}")
+    for path in sources.build_all(course, sections):
+        print(f"built {path.relative_to(course.folder.parent)}")
 
 
 @command(
@@ -95,24 +111,28 @@ def cmd_regenerate(args):
         for name, spec in sorted(checks.items()):
             for note in data.uncaught_mistakes(f"{exercise}.{name}", spec):
                 print(f"  note: {note}")
-    cmd_build(args)
+    _build(_course("regenerate"), sections)
 
 
 @command("release", "build, run nbgrader generate_assignment, and scan the release for leaks", SECTIONS_ARG)
 def cmd_release(args):
+    _release(_course("release"), _sections(args))
+
+
+def _release(course, sections) -> None:
     from autograder.authoring import regenerate as data
     from autograder.authoring.release_scan import scan_release
 
-    cmd_build(args)
+    _build(course, sections)
     failed = False
-    for section in _sections(args):
-        nbgrader(["generate_assignment", section, "--force"], COURSE)
-        problems = scan_release(COURSE / "release" / section, COURSE / "source" / section, data.DATA_DIR)
+    for section in sections:
+        nbgrader(["generate_assignment", section, "--force"], course)
+        problems = scan_release(course.release(section), course.source(section), data.DATA_DIR)
         for problem in problems:
             print(f"LEAK {section}: {problem}", file=sys.stderr)
         failed |= bool(problems)
-        print(f"released {section} -> {(COURSE / 'release' / section).relative_to(COURSE.parent)}")
-    _apply_term()
+        print(f"released {section} -> {course.release(section).relative_to(course.folder.parent)}")
+    _apply_term(course)
     if failed:
         raise SystemExit("the release leaks instructor material; fix the sources before handing it out")
 
@@ -122,23 +142,24 @@ def cmd_warm_cache(args):
     from autograder.confine.compile_cache import verified_entries
     from autograder.ops.warm_cache import warm_cache
 
-    cmd_release(args)  # the cache is filled from what students receive: release first
-    root = warm_cache(COURSE, _sections(args))
+    course, sections = _course("warm-cache"), _sections(args)
+    _release(course, sections)  # the cache is filled from what students receive: release first
+    root = warm_cache(course, sections)
     entries, why = verified_entries(root)
     if entries is None:
         raise SystemExit(f"the compilation cache did not verify after sealing: {why}")
     count = sum(1 for _ in entries.iterdir())
     print(
-        f"compilation cache sealed: {count} programs in {entries.relative_to(COURSE.parent)}; grading kernels read it"
+        f"compilation cache sealed: {count} programs in {entries.relative_to(course.folder.parent)}; grading kernels read it"
     )
 
 
-def _apply_term() -> None:
+def _apply_term(course) -> None:
     """Due dates, extensions and late penalties into the gradebook (autograder/ops/term.py); late ones listed."""
     from autograder.ops.term import apply_term
 
     try:
-        lines = apply_term(COURSE)
+        lines = apply_term(course)
     except ValueError as exc:  # a broken term.toml or extensions record: say which and where
         raise SystemExit(f"term: {exc}") from None
     for line in lines:
@@ -147,22 +168,20 @@ def _apply_term() -> None:
 
 @command("term", "show due dates, late policy and extensions; write them and the late penalties to the gradebook")
 def cmd_term(args):
-    from autograder.ops.term import extensions, load_term
+    from autograder.ops.term import extensions
 
-    try:
-        term = load_term(COURSE)
-    except ValueError as exc:
-        raise SystemExit(f"term: {exc}") from None
+    course = _course("term")
+    term = course.term
     print(f"截止时间（assignments/term.toml）；迟交规则：{term.policy.describe()}")
     for section in SECTIONS:
         due = term.due.get(section)
         print(f"  {section:14s} {due.isoformat() if due else '未设置'}")
-    for (section, student), grant in sorted(extensions(COURSE).items()):
+    for (section, student), grant in sorted(extensions(course).items()):
         if grant.hours:
             print(
                 f"  延期 {section} {student}：{grant.hours:g} 小时（{grant.reason}；{grant.granted_by}，{grant.granted_at}）"
             )
-    _apply_term()
+    _apply_term(course)
 
 
 @command(
@@ -178,8 +197,9 @@ def cmd_extend(args):
     from autograder.ops.term import grant_extension
 
     section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    course = _course("extend")
     try:
-        grant = grant_extension(COURSE, section, args.student, args.hours, args.reason, new_student=args.new_student)
+        grant = grant_extension(course, section, args.student, args.hours, args.reason, new_student=args.new_student)
     except ValueError as exc:
         raise SystemExit(f"extend: {exc}") from None
     done = f"延期 {grant.hours:g} 小时" if grant.hours else "撤销延期"
@@ -206,9 +226,10 @@ def cmd_extend(args):
 def cmd_regrade(args):
     from autograder.ops.regrades import decide, import_requests, open_requests
 
+    course = _course("regrade")
     try:
         if args.action == "import":
-            imported = import_requests(COURSE, Path(args.file))
+            imported = import_requests(course, Path(args.file))
             for r in imported.added:
                 print(f"收到 {r.id}：{r.student} {r.section} {r.notebook}/{r.cell}")
             for problem in imported.problems:
@@ -217,7 +238,7 @@ def cmd_regrade(args):
             if imported.problems:  # the valid rows are kept; the exit status tells a script some were not
                 raise SystemExit(f"regrade: {len(imported.problems)} 行没有收下：改正这些行后单独再导入")
         elif args.action == "list":
-            pending = open_requests(COURSE, _sections(args) if args.sections else None)
+            pending = open_requests(course, _sections(args) if args.sections else None)
             for o in pending:
                 r = o.request
                 print(
@@ -227,7 +248,7 @@ def cmd_regrade(args):
         else:
             if (args.score is None) == (not args.keep):
                 raise ValueError("decide needs exactly one of --score X and --keep")
-            d = decide(COURSE, args.id, None if args.keep else args.score, args.reason)
+            d = decide(course, args.id, None if args.keep else args.score, args.reason)
             kept = "维持原分" if d.score is None else f"{d.old_score:g} -> {d.score:g}"
             print(f"{d.id}：{kept}（{d.reason}）；学生下次的反馈（make feedback）里会看到")
     except ValueError as exc:
@@ -250,9 +271,10 @@ def cmd_regrade(args):
 def cmd_autograde(args):
     from autograder.ops.classrun import grade_class, summary_lines
 
-    _apply_term()  # nbgrader reads due dates and extensions from the gradebook
+    course = _course("autograde")
+    _apply_term(course)  # nbgrader reads due dates and extensions from the gradebook
     results = grade_class(
-        COURSE,
+        course,
         _sections(args),
         workers=args.workers,
         students=args.student,
@@ -262,14 +284,15 @@ def cmd_autograde(args):
     if not results:
         print("nothing to grade: assignments/submitted/<student>/<section>/ is empty")
         return
-    for line in summary_lines(COURSE, results):
+    for line in summary_lines(course, results):
         print(line)
 
 
 @command("feedback", "run nbgrader generate_feedback", SECTIONS_ARG)
 def cmd_feedback(args):
+    course = _course("feedback")
     for section in _sections(args):
-        nbgrader(["generate_feedback", section, "--force"], COURSE)
+        nbgrader(["generate_feedback", section, "--force"], course)
         print(f"feedback for {section} -> assignments/feedback/")
 
 
@@ -294,19 +317,20 @@ def cmd_export(args):
     if target.is_dir() or not target.parent.is_dir():
         raise SystemExit(f"export: --to {to} must name a file in an existing folder")
     sections = _sections(args) if args.sections else None  # checked before anything is written
-    _apply_term()  # penalties from the scores as they are now, manual grades included
+    course = _course("export")
+    _apply_term(course)  # penalties from the scores as they are now, manual grades included
     if args.format == "csv":
         if args.sections:
             raise SystemExit(
                 "--format csv is `nbgrader export`: it writes every assignment (choose sections with canvas or moodle)"
             )
-        nbgrader(["export", "--to", str(Path(to).resolve())], COURSE)
+        nbgrader(["export", "--to", str(Path(to).resolve())], course)
         print(f"grades -> {to}")
         return
     from autograder.ops.lms_grades import export_lines, write_canvas_csv, write_moodle_csv
 
     write = write_canvas_csv if args.format == "canvas" else write_moodle_csv
-    for line in export_lines(write(COURSE, Path(to), sections), args.format):
+    for line in export_lines(write(course, Path(to), sections), args.format):
         print(line)
 
 
@@ -323,7 +347,7 @@ def cmd_export(args):
 def cmd_similarity(args):
     from autograder.ops.similarity import similarity_export, similarity_lines
 
-    for line in similarity_lines(similarity_export(COURSE, _sections(args), Path(args.out))):
+    for line in similarity_lines(similarity_export(_course("similarity"), _sections(args), Path(args.out))):
         print(line)
 
 
@@ -341,6 +365,7 @@ def cmd_similarity(args):
 )
 def cmd_collect(args):
     section = _sections(argparse.Namespace(sections=[args.section]))[0]
+    course = _course("collect")
     if args.exchange:
         if args.zip or args.force:
             raise SystemExit(
@@ -349,7 +374,7 @@ def cmd_collect(args):
         from autograder.ops.exchange_collect import collect_lines
 
         try:
-            lines = collect_lines(COURSE, section)
+            lines = collect_lines(course.folder, section)
         except RuntimeError as exc:  # nbgrader's own complaint (no exchange, no such course): its last line
             raise SystemExit(f"collect: {str(exc).strip().splitlines()[-1]}") from None
         for line in lines:
@@ -357,7 +382,7 @@ def cmd_collect(args):
         return
     from autograder.ops.collect import collect, report_lines
 
-    for line in report_lines(collect(COURSE, section, Path(args.zip) if args.zip else None, force=args.force)):
+    for line in report_lines(collect(course, section, Path(args.zip) if args.zip else None, force=args.force)):
         print(line)
 
 
@@ -370,7 +395,7 @@ def cmd_collect(args):
 def cmd_report(args):
     from autograder.ops.reports import make_reports
 
-    written, problems = make_reports(COURSE, _sections(args), Path(args.out))
+    written, problems = make_reports(_course("report"), _sections(args), Path(args.out))
     if len(written) == 1:
         print("成绩库中还没有这些作业的学生成绩：先收集、评分（make grade）")
     for path in written:

@@ -120,19 +120,22 @@ def plan(extracted: Path, released: set) -> tuple[dict, list]:
     return planned, unmatched
 
 
-def collect(course_dir: Path, section: str, zip_path: Path | None = None, force: bool = False) -> CollectReport:
-    """Put ``zip_path`` (if given) into ``downloaded/<section>/archive/`` and run ``nbgrader zip_collect``."""
+def collect(course, section: str, zip_path: Path | None = None, force: bool = False) -> CollectReport:
+    """Put ``zip_path`` (if given) into ``downloaded/<section>/archive/`` and run ``nbgrader zip_collect``.
+
+    ``course``: an :class:`autograder.course.course.Course`, or its folder."""
+    from autograder.course.course import Course  # imported here: the nbgrader config imports this module
     from autograder.ops.nbgrader_run import nbgrader
 
-    course = Path(course_dir)
-    release = course / "release" / section
+    course = Course.of(course)
+    release = course.release(section)
     released = {p.relative_to(release).as_posix() for p in release.rglob("*.ipynb")} if release.is_dir() else set()
     if not released:
         raise SystemExit(
             f"{section} 还没有学生版（{release} 中没有 notebook）：请先运行 python -m autograder release {section}"
         )
     report = CollectReport(section)
-    download = course / "downloaded" / section
+    download = course.folder / "downloaded" / section  # ZipCollectApp's default layout
     archive = download / "archive"
     archive.mkdir(parents=True, exist_ok=True)
     if zip_path is not None:
@@ -161,7 +164,7 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
                 + f"\n请删掉多余的文件后重新打包，放进 {archive}"
             )
         students = sorted({s for s, _ in planned})
-        existing = [s for s in students if (course / "submitted" / s / section).exists()]
+        existing = [s for s in students if course.submitted(s, section).exists()]
         if existing and not force:
             raise SystemExit(
                 f"这些学生的 {section} 已有提交，收取会覆盖它们：{', '.join(existing)}\n"
@@ -182,12 +185,12 @@ def collect(course_dir: Path, section: str, zip_path: Path | None = None, force:
     )
 
     for (student, notebook), digest in sorted(expected.items()):
-        target = course / "submitted" / student / section / notebook
+        target = course.submitted(student, section) / notebook
         if target.is_file() and _digest(target) == digest:
             report.collected.setdefault(student, []).append(notebook)
         else:
             report.unmatched.append(
-                (f"{student}/{notebook}", f"应放到 {target.relative_to(course)}，但 nbgrader 没有放过去")
+                (f"{student}/{notebook}", f"应放到 {target.relative_to(course.folder)}，但 nbgrader 没有放过去")
             )
     return report
 

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Protocol
 
 from autograder.confine.limits import Limits
+from autograder.course.course import Course
 from autograder.ops.ledger import Job, JobResult
 from autograder.ops.worker import GradingWorker, WorkerTemplate
 
-#: ``grade(course_dir, section, student, limits, extra_args, worker=...)``: one job in ``worker``; never raises
+#: ``grade(course, section, student, limits, extra_args, worker=...)``: one job in ``worker``; never raises
 GradeJob = Callable[..., JobResult]
 OnResult = Callable[[Job, JobResult], None]
 
@@ -85,7 +86,7 @@ class ThreadExecutor:
     """``workers`` threads of this process, each grading in its own :class:`GradingWorker`."""
 
     grade: GradeJob
-    course: Path
+    course: Course
     limits: Limits
     extra_args: tuple = ()
     workers: int = 1
@@ -93,7 +94,7 @@ class ThreadExecutor:
     def run(self, jobs: Sequence[Job], on_result: OnResult) -> None:
         if not jobs:
             return  # no template, no zygote: nothing to grade
-        pool = _WorkerPool(self.course, self.limits, self.extra_args)
+        pool = _WorkerPool(self.course.folder, self.limits, self.extra_args)
         pool.template.start()  # a child of this thread, which outlives the pool's threads
         began = time.perf_counter()
 
@@ -122,8 +123,9 @@ def _dask_job(
 ) -> JobResult:
     """One job on a Dask worker, in that worker thread's own long-lived :class:`GradingWorker`.
 
-    ``submitted``: the driver's ``time.time()`` when it handed the job to Dask (clocks of other machines may
-    differ a little: a negative queue time is counted as none)."""
+    ``course``: the course folder; ``grade`` reads its config for each job (a cluster outlives a run, and the
+    config may change between runs). ``submitted``: the driver's ``time.time()`` when it handed the job to Dask
+    (clocks of other machines may differ a little: a negative queue time is counted as none)."""
     queued = max(0.0, time.time() - submitted)
     course_dir = Path(course)
     worker = getattr(_DASK_WORKERS, "worker", None)
@@ -156,7 +158,7 @@ class DaskExecutor:
     be a module-level function they can import."""
 
     grade: GradeJob
-    course: Path
+    course: Course
     limits: Limits
     extra_args: tuple = ()
     scheduler: str = "local"
@@ -167,7 +169,7 @@ class DaskExecutor:
 
         client, cluster = _dask_client(self.scheduler, self.workers)
         try:
-            course = str(Path(self.course).resolve())
+            course = str(self.course.folder)  # a path travels to the workers; each job reads the config there
             futures = {
                 client.submit(
                     _dask_job,

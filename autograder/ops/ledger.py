@@ -19,6 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autograder.course.course import Course
 from autograder.ops import audit
 from autograder.ops.submission_files import fingerprint, shown
 
@@ -54,12 +55,6 @@ def internal_error(exc: BaseException) -> str:
     )
 
 
-def submissions(course_dir: Path, section: str) -> list[str]:
-    """Students with anything at ``submitted/<student>/<section>`` (a link or a file too: those fail, with a reason)."""
-    root = Path(course_dir) / "submitted"
-    return sorted(p.name for p in root.iterdir() if os.path.lexists(p / section)) if root.is_dir() else []
-
-
 def _entry_path(course_dir: Path, section: str, student: str) -> Path:
     return Path(course_dir) / ".grading" / "ledger" / section / f"{student}.json"
 
@@ -83,20 +78,21 @@ def _write_entry(course_dir: Path, section: str, student: str, entry: dict) -> N
 class Ledger:
     """One class run's record: the jobs still to grade, their earlier entries, and every result so far.
 
-    Built from the ledger on disk: each submission of ``sections`` (or of ``students``) is either skipped
-    (graded from the same files before, unless ``force``) or pending. :meth:`record` writes a pending job's
+    Built from the ledger on disk: each submission of ``sections`` (of ``students``, or of every student with
+    anything at ``submitted/<student>/<section>``: a link or a file too, which fail with a reason) is either
+    skipped (graded from the same files before, unless ``force``) or pending. :meth:`record` writes a pending job's
     entry and keeps its result; each pending job is recorded once, and nothing else is."""
 
-    def __init__(self, course_dir: Path, sections, students=None, force: bool = False):
-        self.course = Path(course_dir)
+    def __init__(self, course: Course | Path, sections, students=None, force: bool = False):
+        self.course = Course.of(course)
         self.inputs = {section: audit.grading_inputs(section) for section in sections}
         self.pending: list[Job] = []
         self.previous: dict[Job, dict | None] = {}  # a pending job's entry from an earlier run
         self._results: list[JobResult] = []
         planned = set()
         for section in sections:
-            for student in students or submissions(self.course, section):
-                folder = self.course / "submitted" / student / section
+            for student in students or self.course.submitters(section):
+                folder = self.course.submitted(student, section)
                 if (section, student) in planned or not os.path.lexists(folder):
                     continue  # a student or section named twice is still one job
                 planned.add((section, student))
@@ -104,7 +100,7 @@ class Ledger:
                     digest = fingerprint(folder)
                 except Exception as exc:  # unreadable: the job fails on its own, with the reason
                     digest = f"unreadable: {type(exc).__name__}"
-                entry = read_ledger(self.course, section, student)
+                entry = read_ledger(self.course.folder, section, student)
                 if not force and entry and entry.get("fingerprint") == digest and entry.get("status") == "graded":
                     self._results.append(JobResult(section, student, "skipped"))
                 else:
@@ -118,7 +114,7 @@ class Ledger:
         if job not in self._open:
             raise ValueError(f"{job} is not pending: recorded twice, or not part of this run")
         entry = {"fingerprint": job.fingerprint, "inputs": self.inputs[job.section], **asdict(result)}
-        _write_entry(self.course, job.section, job.student, entry)
+        _write_entry(self.course.folder, job.section, job.student, entry)
         self._open.discard(job)
         self._results.append(result)
 

@@ -40,6 +40,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.course.course import Course
 from autograder.ops.gradebook import Student, read_gradebook
 from autograder.ops.safe_csv import csv_text, neutral
 
@@ -65,14 +66,14 @@ class GradeTable:
     unsubmitted: list = field(default_factory=list)  # (student id, section) without a submission: 0
 
 
-def grade_table(course_dir: Path, sections=None) -> GradeTable:
+def grade_table(course: Course | Path, sections=None) -> GradeTable:
     """The gradebook's totals per student and section (:func:`autograder.ops.gradebook.read_gradebook`).
 
     The total is computed as ``nbgrader export`` (``nbgrader/plugins/export.py``) does it:
     ``max(0, submission.score - submission.late_submission_penalty)``, 0 without a submission.
     """
     asked = list(dict.fromkeys(sections)) if sections else None
-    book = read_gradebook(course_dir, asked)
+    book = read_gradebook(course, asked)
     chosen = list(book.assignments) if asked is None else asked
     columns = [s for s in chosen if s in book.assignments]
     scores = {}
@@ -143,13 +144,13 @@ def _write_text(path: Path, text: str) -> Path:
     return path
 
 
-def write_canvas_csv(course_dir: Path, path: Path, sections=None) -> GradeExport:
-    table, neutralised = grade_table(course_dir, sections), []
+def write_canvas_csv(course: Course | Path, path: Path, sections=None) -> GradeExport:
+    table, neutralised = grade_table(course, sections), []
     return GradeExport(_write_text(path, csv_text(canvas_rows(table, neutralised))), table, neutralised)
 
 
-def write_moodle_csv(course_dir: Path, path: Path, sections=None) -> GradeExport:
-    table, neutralised = grade_table(course_dir, sections), []
+def write_moodle_csv(course: Course | Path, path: Path, sections=None) -> GradeExport:
+    table, neutralised = grade_table(course, sections), []
     return GradeExport(_write_text(path, csv_text(moodle_rows(table, neutralised))), table, neutralised)
 
 

@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.course.course import Course
 from autograder.ops import audit
-from autograder.ops.nbgrader_run import gradebook_url
 from autograder.verdict import journal
 from autograder.verdict.regrades import JOURNAL, Decision, Request, as_record, parse_regrades, read_regrades
 
@@ -66,9 +66,11 @@ class Imported:
     problems: list[str]  # "line N: why", one per row not kept
 
 
-def import_requests(course_dir: Path, path: Path, source: str | None = None) -> Imported:
+def import_requests(course: Course | Path, path: Path, source: str | None = None) -> Imported:
     """Read a form's CSV export; keep every valid, new row as a request."""
     from nbgrader.api import Gradebook
+
+    course = Course.of(course)
 
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:  # an LMS may write a BOM
@@ -86,9 +88,9 @@ def import_requests(course_dir: Path, path: Path, source: str | None = None) -> 
         raise ValueError(f'{path} is not UTF-8 text: export the form as "CSV UTF-8" and import that') from None
     except csv.Error as exc:
         raise ValueError(f"{path} is not a CSV file ({exc})") from None
-    read_regrades(course_dir)  # a broken journal is refused before anything is looked up
+    read_regrades(course.folder)  # a broken journal is refused before anything is looked up
     located, problems = [], []
-    with Gradebook(gradebook_url(course_dir)) as gb:
+    with Gradebook(course.gradebook_url) as gb:
         for n, row in rows:
             if not all(row.values()):
                 problems.append((n, "学号、作业、单元、理由都要填"))
@@ -101,8 +103,8 @@ def import_requests(course_dir: Path, path: Path, source: str | None = None) -> 
             located.append((n, (row["section"], row["student"], notebook, cell, row["reason"])))
     added = []
     if located:  # ids are handed out under the journal's lock: two imports at once never give one id twice
-        with journal.locked(course_dir, JOURNAL) as held:
-            requests, _ = parse_regrades(held.read(), journal.path(course_dir, JOURNAL))
+        with journal.locked(course.folder, JOURNAL) as held:
+            requests, _ = parse_regrades(held.read(), journal.path(course.folder, JOURNAL))
             seen = {(r.section, r.student, r.notebook, r.cell, r.reason) for r in requests.values()}
             for n, key in located:
                 if key in seen:
@@ -123,13 +125,14 @@ class OpenRequest:
     max_score: float
 
 
-def open_requests(course_dir: Path, sections=None) -> list[OpenRequest]:
+def open_requests(course: Course | Path, sections=None) -> list[OpenRequest]:
     """Requests without a decision (of ``sections``, all by default), oldest first, with the cell's score now."""
     from nbgrader.api import Gradebook
 
-    requests, decisions = read_regrades(course_dir)
+    course = Course.of(course)
+    requests, decisions = read_regrades(course.folder)
     out = []
-    with Gradebook(gradebook_url(course_dir)) as gb:
+    with Gradebook(course.gradebook_url) as gb:
         for rid, r in requests.items():
             if rid not in decisions and (sections is None or r.section in sections):
                 grade = gb.find_grade(r.cell, r.notebook, r.section, r.student)
@@ -137,17 +140,18 @@ def open_requests(course_dir: Path, sections=None) -> list[OpenRequest]:
     return out
 
 
-def decide(course_dir: Path, request_id: str, score: float | None, reason: str) -> Decision:
+def decide(course: Course | Path, request_id: str, score: float | None, reason: str) -> Decision:
     """Close a request: keep the score (``score`` None) or override it, with a reason; recorded and audited."""
     from nbgrader.api import Gradebook
 
-    requests, _ = read_regrades(course_dir)
+    course = Course.of(course)
+    requests, _ = read_regrades(course.folder)
     if request_id not in requests:
         raise ValueError(f"no regrade request {request_id!r}")
     if not reason.strip():
         raise ValueError("a decision needs a reason (the student reads it)")
     r = requests[request_id]
-    with Gradebook(gradebook_url(course_dir)) as gb:
+    with Gradebook(course.gradebook_url) as gb:
         grade = gb.find_grade(r.cell, r.notebook, r.section, r.student)
         old, before = float(grade.score), [grade.auto_score, grade.manual_score]
         if score is not None:
@@ -157,9 +161,9 @@ def decide(course_dir: Path, request_id: str, score: float | None, reason: str) 
             gb.db.commit()
         after = [grade.auto_score, grade.manual_score]
     decision = Decision(request_id, score, old, reason.strip(), journal.now(), _grader())
-    journal.append(course_dir, JOURNAL, as_record(decision))
+    journal.append(course.folder, JOURNAL, as_record(decision))
     cell = f"{r.notebook}/{r.cell}"
     audit.record_changes(
-        course_dir, r.section, r.student, {cell: before}, {cell: after}, [f"regrade-request {request_id}"]
+        course.folder, r.section, r.student, {cell: before}, {cell: after}, [f"regrade-request {request_id}"]
     )
     return decision

@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 from autograder.authoring.hidden_numbers import HiddenNumbers
+from autograder.course.course import Course
 from autograder.ops.gradebook import read_gradebook
 from autograder.verdict.data import DATA_DIR
 
@@ -43,13 +44,13 @@ MIN_DIGITS = 6  # a number with this many significant digits equal to a hidden v
 # --- (a) scores -----------------------------------------------------------------------------------
 
 
-def score_rows(course_dir: Path, sections) -> list[dict]:
+def score_rows(course: Course | Path, sections) -> list[dict]:
     """One dict per (section, student, exercise), for every student in the gradebook.
 
     ``status``: 已评分 (graded notebook), 未交此题 (the submission lacks this notebook),
     未提交 (no submission). ``manual_score`` is empty while a written answer awaits its grade.
     """
-    course, sections = Path(course_dir), list(sections)
+    course, sections = Course.of(course), list(sections)
     book = read_gradebook(course, sections)
     rows = []
     for section in sections:
@@ -65,7 +66,7 @@ def score_rows(course_dir: Path, sections) -> list[dict]:
     return rows
 
 
-def _row(course, section, student, exercise, nb, assignment) -> dict:
+def _row(course: Course, section, student, exercise, nb, assignment) -> dict:
     row = dict.fromkeys(CSV_FIELDS, "")
     row.update(section=section, student=student, exercise=exercise)
     if nb is None:
@@ -75,7 +76,7 @@ def _row(course, section, student, exercise, nb, assignment) -> dict:
         row.update(status="未提交", auto_max=auto_max, manual_max=manual_max, max_score=auto_max + manual_max)
         return row
     auto, manual = nb.automatic, nb.written
-    graded = (course / "autograded" / student / section / f"{exercise}.ipynb").is_file()
+    graded = (course.autograded(student, section) / f"{exercise}.ipynb").is_file()
     pending = any(g.needs_manual_grade for g in manual)
     row.update(
         status="已评分" if graded else "未交此题",
@@ -295,19 +296,20 @@ def check_feedback_html(page: str, hidden_lines, values, where: str = "") -> lis
     return problems
 
 
-def check_feedback(course_dir: Path, sections, data_dir: Path = DATA_DIR) -> list[str]:
+def check_feedback(course: Course | Path, sections, data_dir: Path = DATA_DIR) -> list[str]:
     """Check every ``feedback/<student>/<section>/<exercise>.html`` of ``sections``."""
-    course = Path(course_dir)
+    course = Course.of(course)
     problems = []
     for section in sections:
-        for path in sorted((course / "feedback").glob(f"*/{section}/*.html")):
-            exercise, student = path.stem, path.parts[-3]
+        pages = [
+            (student, page)
+            for student, folder in course.feedback_folders(section).items()
+            for page in sorted(folder.glob("*.html"))
+        ]
+        for student, path in pages:
+            exercise = path.stem
             source = next(
-                (
-                    p
-                    for p in (course / "source" / section / f"{exercise}{ext}" for ext in (".md", ".ipynb"))
-                    if p.is_file()
-                ),
+                (p for p in (course.source(section) / f"{exercise}{ext}" for ext in (".md", ".ipynb")) if p.is_file()),
                 None,
             )
             hidden = hidden_test_lines(source.read_text(encoding="utf-8")) if source else []
@@ -322,11 +324,12 @@ def check_feedback(course_dir: Path, sections, data_dir: Path = DATA_DIR) -> lis
 # --- the command ----------------------------------------------------------------------------------
 
 
-def make_reports(course_dir: Path, sections, out_dir: Path) -> tuple[list[Path], list[str]]:
+def make_reports(course: Course | Path, sections, out_dir: Path) -> tuple[list[Path], list[str]]:
     """Write ``scores.csv`` and ``overview.png`` into ``out_dir``; return them and the feedback problems."""
-    rows = score_rows(course_dir, sections)
+    course = Course.of(course)
+    rows = score_rows(course, sections)
     out = Path(out_dir)
     written = [write_csv(rows, out / "scores.csv")]
     if rows:
         written.append(overview_figure(rows, out / "overview.png"))
-    return written, check_feedback(course_dir, sections)
+    return written, check_feedback(course, sections)

@@ -32,6 +32,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.course.course import Course
 from autograder.ops.safe_csv import csv_text, neutral
 from autograder.ops.submission_files import MAX_NOTEBOOK_BYTES, name_problem, notebook_problem, read_regular, shown
 
@@ -110,13 +111,13 @@ def code_text(nb: dict, given: set) -> str:
     return "\n".join(parts)
 
 
-def _student_problem(course: Path, section: str, student: str) -> str | None:
+def _student_problem(course: Course, section: str, student: str) -> str | None:
     """Why ``submitted/<student>/<section>`` cannot be exported: "" when it can, None when there is no
     such folder (this student did not hand the section in, or the entry is a stray file)."""
-    student_dir = course / "submitted" / student
+    *outer, own = course.named_folders(course.directory.submitted_directory, student, section)
     try:
-        student_info = student_dir.lstat()
-        section_info = (student_dir / section).lstat()  # through a linked student folder: only looked at
+        outer_info = [folder.lstat() for folder in outer]
+        section_info = own.lstat()  # through a linked student folder: only looked at
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError:
@@ -126,7 +127,7 @@ def _student_problem(course: Path, section: str, student: str) -> str | None:
             f"学生文件夹名 {shown(student)!r} 含有控制字符、通配符或不是合法的 UTF-8，"
             "不能用作导出文件夹名：请改名后重新收取。"
         )
-    if not stat.S_ISDIR(student_info.st_mode):
+    if not all(stat.S_ISDIR(info.st_mode) for info in outer_info):
         return "学生文件夹是符号链接或不是文件夹（可能指向别人的作业），不予导出。"
     if not stat.S_ISDIR(section_info.st_mode):
         return "作业文件夹是符号链接或不是文件夹（可能指向别人的作业），不予导出。"
@@ -136,14 +137,6 @@ def _student_problem(course: Path, section: str, student: str) -> str | None:
             "无法导出：请手工检查这份提交。"
         )
     return ""
-
-
-def _students(course: Path) -> list[str]:
-    try:
-        with os.scandir(course / "submitted") as entries:
-            return sorted(e.name for e in entries)
-    except OSError:
-        return []
 
 
 def _is_ours(folder: Path) -> bool:
@@ -159,22 +152,20 @@ def _is_ours(folder: Path) -> bool:
         return False
 
 
-def _export_exercise(course: Path, section: str, exercise: str, out: Path) -> SimilarityReport:
+def _export_exercise(course: Course, section: str, exercise: str, out: Path) -> SimilarityReport:
     report = SimilarityReport(section, exercise)
-    release_nb, problem = read_notebook(course / "release" / section / f"{exercise}.ipynb", f"{exercise}.ipynb")
+    release_nb, problem = read_notebook(course.release(section) / f"{exercise}.ipynb", f"{exercise}.ipynb")
     if release_nb is None:
         report.problem = f"学生版读不出来（{problem}）：先运行 make release。"
         return report
     given = given_cells(release_nb)
     files = {}  # student -> code
-    for student in _students(course):
+    for student in course.submitters(section):
         problem = _student_problem(course, section, student)
         if problem is None:
             continue  # no submission of this section
         if not problem:
-            nb, problem = read_notebook(
-                course / "submitted" / student / section / f"{exercise}.ipynb", f"{exercise}.ipynb"
-            )
+            nb, problem = read_notebook(course.submitted(student, section) / f"{exercise}.ipynb", f"{exercise}.ipynb")
         if problem:
             report.skipped.append((shown(student), problem))
         else:
@@ -205,17 +196,17 @@ def _export_exercise(course: Path, section: str, exercise: str, out: Path) -> Si
     return report
 
 
-def release_exercises(course: Path, section: str) -> list[str]:
+def release_exercises(course: Course | Path, section: str) -> list[str]:
     """Exercise names of ``release/<section>/*.ipynb`` (the instructor's own files)."""
-    folder = Path(course) / "release" / section
+    folder = Course.of(course).release(section)
     return sorted(p.stem for p in folder.glob("*.ipynb")) if folder.is_dir() else []
 
 
-def similarity_export(course_dir: Path, sections, out_dir: Path) -> list[SimilarityReport]:
+def similarity_export(course: Course | Path, sections, out_dir: Path) -> list[SimilarityReport]:
     """Write ``<out>/<exercise>/<student>/<exercise>.py``, ``<out>/<exercise>/base/<exercise>.py`` and
     ``<out>/<exercise>/info.csv`` for every exercise of ``sections``; a folder an earlier run wrote is
     replaced, any other is left alone. Hostile submissions are reported and skipped, never followed."""
-    course, out = Path(course_dir), Path(out_dir)
+    course, out = Course.of(course), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     reports = []
     for section in sections:

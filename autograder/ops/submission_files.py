@@ -247,17 +247,22 @@ def precheck(folder: Path) -> str:
     return ""
 
 
-def submission_problem(course_dir: Path, section: str, student: str) -> str:
-    """:func:`precheck` of ``submitted/<student>/<section>``, after the student's own folder and name."""
+def submission_problem(course, section: str, student: str) -> str:
+    """:func:`precheck` of ``submitted/<student>/<section>``, after the student's own folder and name.
+
+    ``course``: an :class:`autograder.course.course.Course`, or its folder."""
+    from autograder.course.course import Course  # imported here: the nbgrader config imports this module (collect.py)
+
     if name_problem(student) or student.startswith("."):
         return (
             f"学生文件夹名 {shown(student)!r} 含有控制字符、通配符（* ? [ ]）或不是合法的 UTF-8，"
             "nbgrader 无法按它评分：请改名后重新收取。"
         )
-    student_dir = Path(course_dir) / "submitted" / student
+    course = Course.of(course)
+    *outer, submission = course.named_folders(course.directory.submitted_directory, student, section)
     try:
-        if not stat.S_ISDIR(student_dir.lstat().st_mode):
+        if not all(stat.S_ISDIR(folder.lstat().st_mode) for folder in outer):
             return "学生文件夹是符号链接或不是文件夹（可能指向别人的作业），不予评分。"
     except OSError:
         return "找不到学生文件夹，无法评分。"
-    return precheck(student_dir / section)
+    return precheck(submission)

@@ -20,6 +20,8 @@ import json
 import re
 from pathlib import Path
 
+from autograder.course.course import Course
+
 GLUE = re.compile(r"\{glue(?::text)?\}`([^`:]+)(?::([^`]*))?`")
 ROLE = re.compile(r"\{(ref|doc|term|numref|eq|cite|exercise)\}`([^`]*)`")
 _TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
@@ -88,7 +90,8 @@ class TwinText:
                 titles[page.removeprefix("book/")] = first.group(1).strip()
             for label, heading in re.findall(r"^\(([\w.:-]+)\)=[ \t]*\n#+ (.+)$", text, re.M):
                 titles[label] = heading.strip()
-        sections = {md.stem: md.parent.name for md in sorted((Path(root) / "assignments" / "source").glob("*/*.md"))}
+        sources = Course.load(Path(root) / "assignments").source_folders()
+        sections = {md.stem: section for section, folder in sources.items() for md in sorted(folder.glob("*.md"))}
         return cls(titles, sections, numbers, bibliography(Path(root) / "references.bib"))
 
     def role(self, kind: str, content: str) -> str:

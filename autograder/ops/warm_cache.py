@@ -29,14 +29,15 @@ from nbclient import NotebookClient
 
 from autograder.confine.compile_cache import ENTRIES, FILL_ENV, default_root, seal, verified_entries
 from autograder.confine.launcher import kernel_environment
+from autograder.course.course import Course
 
 #: per-cell limit of the filling run: the heaviest given cell needs under 20 s on a loaded 2-core machine
 CELL_TIMEOUT_S = 300
 
 
-def release_notebooks(course_dir: Path, section: str) -> dict[str, nbformat.NotebookNode]:
+def release_notebooks(course: Course, section: str) -> dict[str, nbformat.NotebookNode]:
     """``{exercise: release notebook}``, as students receive them (needs ``release/<section>``)."""
-    release = Path(course_dir) / "release" / section
+    release = course.release(section)
     if not release.is_dir():
         raise FileNotFoundError(f"{release} does not exist: release the section first (python -m autograder release)")
     return {p.stem: nbformat.read(p, as_version=4) for p in sorted(release.glob("*.ipynb"))}
@@ -69,10 +70,10 @@ def _execute(nb, workdir: Path, entries: Path) -> list[str]:
     return broken
 
 
-def warm_cache(course_dir: Path, sections, root: Path | None = None, log=print) -> Path:
-    """Fill the cache of ``course_dir`` from the release notebooks of ``sections`` and seal it; returns its root."""
-    course = Path(course_dir).resolve()
-    root = Path(root or default_root(course))
+def warm_cache(course: Course | Path, sections, root: Path | None = None, log=print) -> Path:
+    """Fill the cache of ``course`` from the release notebooks of ``sections`` and seal it; returns its root."""
+    course = Course.of(course)
+    root = Path(root or default_root(course.folder))
     root.mkdir(parents=True, exist_ok=True)
     filled = root / f"{ENTRIES}.new"
     shutil.rmtree(filled, ignore_errors=True)

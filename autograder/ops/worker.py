@@ -167,9 +167,10 @@ def _run_zygote(course: str, extra_args: list[str]):
     """The kernel zygote every worker of the run shares, for the run's settings; None where kernels are
     launched, or it did not start (each worker then starts its own, as a launched worker does)."""
     from autograder.confine.execute import kernel_settings
+    from autograder.course.course import Course
 
     try:
-        fork, cache = kernel_settings(course, extra_args)
+        fork, cache = kernel_settings(Course.load(course).config, extra_args)
         return zygote.Zygote(cache) if fork and fork_server.available() else None
     except Exception:  # noqa: BLE001 - the workers start zygotes of their own (and log why, if it fails again)
         logging.getLogger("autograder.worker").exception("no shared kernel zygote")

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
-from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from course_check.protocol import MIME, MalformedRecord
 from autograder.verdict import diagnoses
+from autograder.verdict.converter import running_converter
 from autograder.verdict.diagnoses import CellDiagnosis
 from autograder.verdict.score import scored_record
 
@@ -94,10 +94,8 @@ def cell_verdict(cell) -> tuple[list, CellDiagnosis]:
 
 def _course_root(preprocessor) -> Path | None:
     """The course folder of the nbgrader converter running ``preprocessor`` (None outside one)."""
-    parent = preprocessor.parent
-    while parent is not None and not isinstance(parent, BaseConverter):
-        parent = parent.parent
-    return None if parent is None else Path(parent.coursedir.root)
+    converter = running_converter(preprocessor)
+    return None if converter is None else Path(converter.coursedir.root)
 
 
 class ExternalVerdict(NbGraderPreprocessor):

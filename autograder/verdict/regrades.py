@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
-from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.verdict import journal
+from autograder.verdict.converter import running_converter
 
 JOURNAL = "regrades"  # .grading/audit/regrades.jsonl (autograder/verdict/journal.py)
 NOTE_TAG = "regrade-note"
@@ -97,9 +97,7 @@ class RegradeNote(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         meta = resources["nbgrader"]
-        converter = self.parent
-        while converter is not None and not isinstance(converter, BaseConverter):
-            converter = converter.parent
+        converter = running_converter(self)
         if converter is None:
             return nb, resources
         requests, decisions = read_regrades(Path(converter.coursedir.root))

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from nbgrader.converters.base import BaseConverter
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+from autograder.verdict.converter import running_converter
 
 RUBRIC_TAG = "rubric-for-graders"
 HEADING = "**评分细则（只给助教看：学生的反馈里没有这一格）**"
@@ -24,18 +25,11 @@ def _written_answer(cell) -> bool:
     return cell.cell_type == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
 
 
-def _converter(preprocessor):
-    node = preprocessor.parent
-    while node is not None and not isinstance(node, BaseConverter):
-        node = node.parent
-    return node
-
-
 class RubricForGraders(NbGraderPreprocessor):
     """Autograde: after every written answer, its source cell (reference answer and rubric), tagged :data:`RUBRIC_TAG`."""
 
     def preprocess(self, nb, resources):
-        converter = _converter(self)
+        converter = running_converter(self)
         if converter is None:
             return nb, resources
         meta = resources["nbgrader"]
