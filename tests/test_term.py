@@ -93,3 +93,46 @@ def test_the_newest_grant_is_in_force(tmp_path):
     path.write_text(path.read_text(encoding="utf-8") + "not json\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 4"):
         extensions(tmp_path)
+
+
+def test_the_term_charges_late_penalties_through_nbgraders_configured_plugin(tmp_path):
+    """One rule, one writer: ``apply_term`` has nbgrader's ``AssignLatePenalties`` (with the plugin the config
+    installs) charge again, so an instructor's setting after ``configure`` is what is charged, a grade given
+    by hand after autograding is charged too, and an extension granted later clears the charge."""
+    import shutil
+    from datetime import timezone
+
+    from nbgrader.api import Gradebook
+
+    from autograder.course import Course
+    from autograder.ops.term import apply_term, grant_extension
+
+    folder = tmp_path / "course"
+    folder.mkdir()
+    shutil.copy(ROOT / "assignments" / "term.toml", folder / "term.toml")  # 10 % per started day, at most 50 %
+    config = (ROOT / "assignments" / "nbgrader_config.py").read_text(encoding="utf-8")
+    (folder / "nbgrader_config.py").write_text(config + "\nc.TermLatePolicy.percent_per_day = 25\n", encoding="utf-8")
+    course = Course.load(folder)
+    handed_in = (course.term.due["s04_1"] + timedelta(hours=30)).astimezone(timezone.utc).replace(tzinfo=None)
+    with Gradebook(course.gradebook_url) as gb:
+        gb.add_assignment("s04_1")
+        gb.add_notebook("s04_1_ex1", "s04_1")
+        gb.add_grade_cell("test_a", "s04_1_ex1", "s04_1", max_score=4, cell_type="code")
+        gb.add_grade_cell("answer", "s04_1_ex1", "s04_1", max_score=4, cell_type="markdown")
+        gb.add_student("late")
+        gb.add_submission("s04_1", "late", timestamp=handed_in)
+        for cell, score in (("test_a", {"auto_score": 4.0}), ("answer", {"manual_score": 4.0})):  # graded by hand too
+            grade = gb.find_grade(cell, "s04_1_ex1", "s04_1", "late")
+            for key, value in {**score, "needs_manual_grade": False}.items():
+                setattr(grade, key, value)
+        gb.db.commit()
+
+    def penalty():
+        with Gradebook(course.gradebook_url) as gb:
+            return gb.find_submission_notebook("s04_1_ex1", "s04_1", "late").late_submission_penalty
+
+    # 30 hours: two started days at the configured 25 % (term.toml alone would say 20 %) of all 8 points
+    assert apply_term(course) == ["s04_1 late：迟交 30.0 小时，扣 50%（共 4 分）"]
+    assert penalty() == pytest.approx(4.0)
+    grant_extension(course, "s04_1", "late", 48, "病假")  # applies the term again: no longer late
+    assert penalty() is None

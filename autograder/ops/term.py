@@ -7,9 +7,15 @@
 * ``python -m autograder extend <section> <student> --hours H --reason "..."`` grants an extension. It is
   appended, with its reason, time and grantor, to ``.grading/audit/extensions.jsonl`` (the newest grant for
   a student and section is the one in force; a grant of 0 hours withdraws it).
-* :func:`apply_term` writes due dates and extensions into nbgrader's gradebook and recomputes every late
-  penalty from the scores as they are now (after manual grading too). ``release``, ``autograde``, ``extend``
-  and ``export`` run it, and ``python -m autograder term`` runs it alone and prints the term.
+* :func:`apply_term` writes due dates and extensions into nbgrader's gradebook, then has nbgrader's own
+  ``AssignLatePenalties`` charge again every late penalty from the scores as they are now (after manual grading
+  too). ``release``, ``autograde``, ``extend`` and ``export`` run it, and ``python -m autograder term`` runs
+  it alone and prints the term.
+
+The late penalty has one rule and one writer: the rule is the late plugin the course's nbgrader config installs
+(``c.AssignLatePenalties.plugin_class``, :class:`autograder.verdict.lateness.TermLatePolicy` with the numbers of
+``term.toml``, or what the instructor's settings after ``configure`` make of them), the writer is nbgrader's
+``AssignLatePenalties``, in every autograde and, through :func:`apply_term`, after it.
 
 nbgrader measures lateness from the ``timestamp.txt`` in ``submitted/<student>/<section>/`` (written by
 ``nbgrader collect`` and ``zip_collect``, or by the instructor from the LMS's times); no timestamp, not late.
@@ -28,6 +34,7 @@ from pathlib import Path
 from autograder.course.course import Course
 from autograder.course.term import MAX_DAYS, SALT, TERM_FILE, Term, load_term  # noqa: F401 (the term's API here too)
 from autograder.verdict import journal
+from autograder.verdict.lateness import TermLatePolicy
 
 JOURNAL = "extensions"  # .grading/audit/extensions.jsonl (autograder/verdict/journal.py)
 EXTENSIONS_FILE = journal.FOLDER / f"{JOURNAL}.jsonl"
@@ -123,8 +130,8 @@ def _utc_naive(when: datetime) -> datetime:
 
 
 def apply_term(course: Course | Path) -> list[str]:
-    """Write the term's due dates (of released sections) and extensions into the gradebook, then recompute
-    every late penalty (when the course has a term file).
+    """Write the term's due dates (of released sections) and extensions into the gradebook, then have nbgrader
+    charge again every late penalty that may have changed since grading (when the course has a term file).
 
     Returns one Chinese line per late submission (section, student, lateness, penalty), for the instructor.
     """
@@ -133,11 +140,10 @@ def apply_term(course: Course | Path) -> list[str]:
     from autograder.ops.nbgrader_run import prepare_gradebook
 
     course = Course.of(course)
-    term = course.term
     prepare_gradebook(course)
     lines = []
     with Gradebook(course.gradebook_url) as gb:
-        for section, due in sorted(term.due.items()):
+        for section, due in sorted(course.term.due.items()):
             try:  # released sections only: an assignment in the gradebook is one the exports grade
                 gb.find_assignment(section).duedate = _utc_naive(due)
             except MissingEntry:
@@ -150,18 +156,40 @@ def apply_term(course: Course | Path) -> list[str]:
                 continue
             gb.update_or_create_student(student)
             gb.update_or_create_submission(section, student, extension=timedelta(hours=grant.hours) or None)
+        gb.db.commit()
         # without a term file the course has no policy of its own: penalties stay as nbgrader set them
         graded = gb.assignments if (course.folder / TERM_FILE).is_file() else []
-        for assignment in graded:
-            for submission in assignment.submissions:
-                late = submission.total_seconds_late
-                for notebook in submission.notebooks:
-                    notebook.late_submission_penalty = term.policy.penalty(notebook.score, late) if late > 0 else None
-                if late > 0:
-                    penalty = sum(nb.late_submission_penalty or 0.0 for nb in submission.notebooks)
-                    lines.append(
-                        f"{assignment.name} {submission.student.id}：迟交 {late / 3600:.1f} 小时，"
-                        f"扣 {term.policy.percent(late):g}%（共 {penalty:g} 分）"
-                    )
-        gb.db.commit()
+        # late now, or charged before (an extension or a due date may have changed since): charged again
+        stale = [
+            (assignment.name, submission.student.id, notebook.name)
+            for assignment in graded
+            for submission in assignment.submissions
+            for notebook in submission.notebooks
+            if submission.total_seconds_late > 0 or notebook.late_submission_penalty is not None
+        ]
+    _charge_late_penalties(course, stale)
+    policy = TermLatePolicy(config=course.config).policy  # the configured policy, the one nbgrader applies
+    with Gradebook(course.gradebook_url) as gb:
+        for section, student in sorted({(section, student) for section, student, _ in stale}):
+            submission = gb.find_submission(section, student)
+            late = submission.total_seconds_late
+            if late > 0:
+                penalty = sum(nb.late_submission_penalty or 0.0 for nb in submission.notebooks)
+                lines.append(
+                    f"{section} {student}：迟交 {late / 3600:.1f} 小时，扣 {policy.percent(late):g}%（共 {penalty:g} 分）"
+                )
     return lines
+
+
+def _charge_late_penalties(course: Course, notebooks: list[tuple[str, str, str]]) -> None:
+    """Have nbgrader's own ``AssignLatePenalties``, the step every autograde runs with the course's late plugin
+    (:class:`autograder.verdict.lateness.TermLatePolicy`), charge each ``(section, student, notebook)`` again
+    from its score now: the one writer of a late penalty, so a grade given by hand after autograding, an
+    extension or a moved due date is charged exactly as grading charges."""
+    import nbformat
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    charge = AssignLatePenalties(config=course.config)
+    for section, student, notebook in notebooks:
+        ids = {"assignment": section, "student": student, "notebook": notebook, "db_url": course.gradebook_url}
+        charge.preprocess(nbformat.v4.new_notebook(), {"nbgrader": ids})  # reads and writes the gradebook only

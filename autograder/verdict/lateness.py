@@ -4,7 +4,9 @@
   optionally a hard deadline after which the notebook scores zero. The numbers come from
   ``assignments/term.toml`` (:mod:`autograder.ops.term`).
 * :class:`TermLatePolicy`: that policy as nbgrader's ``LateSubmissionPlugin``. The course's nbgrader config
-  installs it for ``AssignLatePenalties``, which runs in every autograde (command, formgrader, class run).
+  installs it for ``AssignLatePenalties``, which runs in every autograde (command, formgrader, class run) and
+  again when the term is applied after grading (:func:`autograder.ops.term.apply_term`: manual grades,
+  extensions): the one rule and the one writer of a late penalty.
   nbgrader measures the lateness: the submission's ``timestamp.txt`` against the assignment's due date
   plus the student's extension (``SubmittedAssignment.total_seconds_late``).
 * :class:`LatenessNote`: a Chinese note at the top of the feedback of a late (or extended) submission:
