@@ -103,16 +103,28 @@ def release_section(section: str, course_dir: Path) -> Path:
     return course_dir / "release" / section
 
 
-def hand_in(section: str, course_dir: Path, wrong_answers: bool = True, released: bool = False) -> dict[str, list[str]]:
+def hand_in(
+    section: str,
+    course_dir: Path,
+    wrong_answers: bool = True,
+    released: bool = False,
+    exercises: list[str] | None = None,
+) -> dict[str, list[str]]:
     """Hand in ``section``'s pseudo-students in ``course_dir``, first releasing it unless ``released``.
 
-    ``reference`` and ``blank`` hand in every notebook of the section, each wrong-answer and shortcut student
-    (with ``wrong_answers``) only the notebook its answer belongs to. Returns ``{student: [exercise, ...]}``.
+    ``reference`` and ``blank`` hand in every notebook of the section (or only ``exercises``), each wrong-answer
+    and shortcut student (with ``wrong_answers``) only the notebook its answer belongs to. Returns
+    ``{student: [exercise, ...]}``.
     """
     release = course_dir / "release" / section
     if not released:
         release_section(section, course_dir)
     sources = reference_solutions(course_dir, section)
+    if exercises is not None:
+        unknown = set(exercises) - set(sources)
+        if unknown:
+            raise ValueError(f"{section} has no notebook {sorted(unknown)}")
+        sources = {exercise: sources[exercise] for exercise in exercises}
     students = {"reference": sources, "blank": {}}
     for exercise in sources:
         for kind, catalogue in (("wrong", WRONG_ANSWERS), ("shortcut", SHORTCUTS)):
