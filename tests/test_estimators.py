@@ -1,4 +1,4 @@
-"""Batched gradient estimators (S04.4.4): FoBG, ZoBG, the α-order mix and its adaptive α."""
+"""Batched gradient estimators (S04.4.5): FoBG, ZoBG, the α-order mix and its adaptive α."""
 
 import math
 

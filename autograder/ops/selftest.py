@@ -18,9 +18,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 from autograder.authoring.reference import SHORTCUTS, WRONG_ANSWERS
 from autograder.authoring.sources import build_all
+from autograder.course import Course
+from autograder.ops.nbgrader_run import gradebook_scores, nbgrader
 
 
 @dataclass
@@ -38,12 +39,12 @@ def solution_sources(source_nb) -> dict:
     }
 
 
-def reference_solutions(course_dir: Path, section: str) -> dict:
+def reference_solutions(course: Course | Path, section: str) -> dict:
     """``{exercise: {grade_id: source}}``: the instructor's solution cells of a built section (the
     ``reference`` pseudo-student's answers; paste them into a release notebook with :func:`make_submission`)."""
     return {
         p.stem: solution_sources(nbformat.read(p, as_version=4))
-        for p in sorted((course_dir / "source" / section).glob("*.ipynb"))
+        for p in sorted(Course.of(course).source(section).glob("*.ipynb"))
     }
 
 
@@ -96,30 +97,32 @@ def graded_cell_text(nb) -> dict:
     return out
 
 
-def release_section(section: str, course_dir: Path) -> Path:
-    """Build ``section``'s source notebooks in ``course_dir`` and generate its student release; returns the release."""
-    build_all(course_dir, sections=[section])
-    nbgrader(["generate_assignment", section, "--force"], course_dir)
-    return course_dir / "release" / section
+def release_section(section: str, course: Course | Path) -> Path:
+    """Build ``section``'s source notebooks in ``course`` and generate its student release; returns the release."""
+    course = Course.of(course)
+    build_all(course, sections=[section])
+    nbgrader(["generate_assignment", section, "--force"], course)
+    return course.release(section)
 
 
 def hand_in(
     section: str,
-    course_dir: Path,
+    course: Course | Path,
     wrong_answers: bool = True,
     released: bool = False,
     exercises: list[str] | None = None,
 ) -> dict[str, list[str]]:
-    """Hand in ``section``'s pseudo-students in ``course_dir``, first releasing it unless ``released``.
+    """Hand in ``section``'s pseudo-students in ``course``, first releasing it unless ``released``.
 
     ``reference`` and ``blank`` hand in every notebook of the section (or only ``exercises``), each wrong-answer
     and shortcut student (with ``wrong_answers``) only the notebook its answer belongs to. Returns
     ``{student: [exercise, ...]}``.
     """
-    release = course_dir / "release" / section
+    course = Course.of(course)
     if not released:
-        release_section(section, course_dir)
-    sources = reference_solutions(course_dir, section)
+        release_section(section, course)
+    release = course.release(section)
+    sources = reference_solutions(course, section)
     if exercises is not None:
         unknown = set(exercises) - set(sources)
         if unknown:
@@ -132,7 +135,7 @@ def hand_in(
                 students.setdefault(f"{kind}-{exercise}-{k}", {})[exercise] = wrong.cells
     handed_in = {}
     for student, replacements_by_nb in students.items():
-        folder = course_dir / "submitted" / student / section
+        folder = course.submitted(student, section)
         folder.mkdir(parents=True, exist_ok=True)
         # A wrong-answer or shortcut student hands in only the notebook its answer belongs to.
         handed_in[student] = list(sources if student in ("reference", "blank") else replacements_by_nb)
@@ -144,28 +147,29 @@ def hand_in(
     return handed_in
 
 
-def run_section(section: str, course_dir: Path, warm_cache: bool = True, released: bool = False) -> SectionReport:
-    """Run the contract for one section inside ``course_dir`` (a scratch copy of assignments/, in which the
+def run_section(section: str, course: Course | Path, warm_cache: bool = True, released: bool = False) -> SectionReport:
+    """Run the contract for one section inside ``course`` (a scratch copy of assignments/, in which the
     section is already released if ``released``).
 
     With ``warm_cache`` the section's compilation cache is filled first (:mod:`autograder.ops.warm_cache`),
     as an instructor does before grading, so the contract also holds for kernels that read it.
     """
-    handed_in = hand_in(section, course_dir, released=released)
+    course = Course.of(course)
+    handed_in = hand_in(section, course, released=released)
     if warm_cache:
         from autograder.ops.warm_cache import warm_cache as fill
 
-        fill(course_dir, [section], log=lambda line: None)
-    nbgrader(["autograde", section, "--force"], course_dir)
-    report = SectionReport(section, gradebook_scores(course_dir, section))
+        fill(course, [section], log=lambda line: None)
+    nbgrader(["autograde", section, "--force"], course)
+    report = SectionReport(section, gradebook_scores(course, section))
     for student, exercises in handed_in.items():
         for exercise in exercises:
-            path = course_dir / "autograded" / student / section / f"{exercise}.ipynb"
+            path = course.autograded(student, section) / f"{exercise}.ipynb"
             report.feedback.setdefault(student, {})[exercise] = graded_cell_text(nbformat.read(path, as_version=4))
     return report
 
 
-def contract_problems(report: SectionReport, course_dir: Path) -> list[str]:
+def contract_problems(report: SectionReport, course: Course | Path) -> list[str]:
     """What breaks the grading contract in a section's report (empty when it holds): the reference keeps full
     marks, the blank release scores zero with readable feedback, every wrong answer loses points and its feedback
     names its bug, every shortcut loses at least the points of the concept it skips, and the release leaks
@@ -199,26 +203,22 @@ def contract_problems(report: SectionReport, course_dir: Path) -> list[str]:
                 if wrong.feedback_contains not in feedback:
                     problems.append(f"{student}: the feedback lacks {wrong.feedback_contains!r}:\n{feedback}")
     section = report.section
-    leaks = scan_release(course_dir / "release" / section, course_dir / "source" / section, data.DATA_DIR)
+    course = Course.of(course)
+    leaks = scan_release(course.release(section), course.source(section), data.DATA_DIR)
     problems += [f"LEAK {section}: {leak}" for leak in leaks]
     return problems
 
 
 def scratch_course(dst: Path, src: Path) -> Path:
-    """Copy the course folder (sources and config only) to ``dst``."""
-    shutil.copytree(
-        src,
-        dst,
-        ignore=shutil.ignore_patterns(
-            "release",
-            "submitted",
-            "autograded",
-            "feedback",
-            "downloaded",
-            "reports",
-            "gradebook.db",
-            ".grading",
-            "*.ipynb",
-        ),
-    )
+    """Copy the course folder (sources and config only) to ``dst``: not the folders of nbgrader's steps after
+    the source (as the course's config names them), downloads, reports, the gradebook and grading state."""
+    steps = Course.load(src).directory
+    made = [getattr(steps, f"{step}_directory") for step in ("release", "submitted", "autograded", "feedback")] + [
+        "downloaded",
+        "reports",
+        "gradebook.db",
+        ".grading",
+        "*.ipynb",
+    ]
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*made))
     return dst
