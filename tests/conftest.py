@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -69,6 +70,19 @@ def _imported_roots(path: Path) -> set[str]:
 
 #: modules whose tests each take minutes alone (the --durations of `make test` name them)
 LONG_FIRST = ("test_student_machine.py", "test_hostile.py")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``S04_TEST_TIMELINE=<file>``, one line per test (setup and teardown included): xdist worker, start and
+    end (epoch seconds), node id. ``benchmarks/timeline.py <file>`` says where a run's minutes went."""
+    start = time.time()
+    yield
+    timeline = os.environ.get("S04_TEST_TIMELINE")
+    if timeline:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(timeline, "a", encoding="utf-8") as out:  # one short append per test: lines do not interleave
+            out.write(f"{worker}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}\n")
 
 
 def pytest_collection_modifyitems(config, items):
