@@ -194,3 +194,37 @@ def test_launch_buttons_appear_with_the_repository_url_and_only_then():
     # Jupyter Book's own default repository is not this course's
     default = _theme_options("https://github.com/executablebooks/jupyter-book")["launch_buttons"]
     assert not default.get("binderhub_url")
+
+
+def test_the_table_helper_shows_each_number_as_its_column_format_gives_it():
+    """book/table_helpers.py, which the pages' results tables go through: the column's format and nothing else
+    decides a number's text, in the Markdown the book and the notebooks render and in the aligned text (what
+    tests/test_book.py reads); a bar or a star in a header stays text; a missing value is a dash."""
+    import sys
+
+    import numpy as np
+    from markdown_it import MarkdownIt
+
+    sys.path.insert(0, str(ROOT / "book"))
+    from table_helpers import _markdown_and_text
+
+    rows = [("explicit", np.float64(8.627e-09), 3, None), ("rk4", 0.9999, 12, 1.5)]
+    markdown, plain = _markdown_and_text(
+        rows, ["积分器", "||dx/dx0||", "n", "eps=1e-3"], [None, ".4g", "d", ".2f"], caption="20 s 末 h*omega"
+    )
+    assert plain.splitlines() == [
+        "20 s 末 h*omega",
+        "积分器    ||dx/dx0||   n  eps=1e-3",  # a Chinese character is two columns wide
+        "--------  ----------  --  --------",
+        "explicit   8.627e-09   3         —",
+        "rk4           0.9999  12      1.50",
+    ]
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[hd][^>]*>.*?</t[hd]>", html)]
+    # the hyphen of a number in a header or a text cell is followed by a word joiner (no line break after it)
+    assert [cell.replace("\u2060", "") for cell in cells] == [
+        "积分器", "||dx/dx0||", "n", "eps=1e-3", "explicit", "8.627e-09", "3", "—", "rk4", "0.9999", "12", "1.50",
+    ]  # fmt: skip
+    assert "<strong>20 s 末 h*omega</strong>" in html and '<td style="text-align:right">0.9999</td>' in html
+    with pytest.raises(ValueError, match="a row has 2 values for 4 headers"):
+        _markdown_and_text([(1, 2)], ["a", "b", "c", "d"])

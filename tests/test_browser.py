@@ -144,7 +144,7 @@ AUDIT_JS = r"""() => {
 # Content that sticks out of a phone screen: anything beyond the right edge must sit in a box that
 # scrolls sideways (code, wide tables, long formulas) and that box must itself fit the screen;
 # otherwise the reader cannot reach it at all.
-OVERFLOW_JS = """() => {
+OVERFLOW_JS = r"""() => {
   const edge = window.innerWidth + 1;
   const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const cut = [];
@@ -163,8 +163,16 @@ OVERFLOW_JS = """() => {
   const squeezed = [...document.querySelectorAll("article.bd-article table :is(th, td)")]
     .filter((cell) => cell.textContent.trim().length > 3 && cell.getBoundingClientRect().width < 48)
     .map((cell) => cell.textContent.trim().slice(0, 30));
+  // a table printed as text (three or more lines of three or more numbers, apart by spaces or bars) that is wider than its output box:
+  // the box scrolls, so the check above lets it pass, but the right-hand columns lie past the screen's edge
+  // with nothing to show that they exist (S04.3's step-size sweep lost its RK4 column so)
+  const number = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?$/;
+  const numericRow = (line) => { const words = line.split(/[\s|]+/).filter(Boolean); return words.length >= 3 && words.every((w) => number.test(w)); };
+  const printedTables = [...document.querySelectorAll("article.bd-article .cell_output pre")]
+    .filter((pre) => pre.scrollWidth > pre.clientWidth + 1 && pre.textContent.split("\n").filter(numericRow).length >= 3)
+    .map((pre) => pre.textContent.trim().slice(0, 60));
   return {scroll: document.documentElement.scrollWidth, width: window.innerWidth, cut: cut.slice(0, 8),
-          squeezed: squeezed.slice(0, 8)};
+          squeezed: squeezed.slice(0, 8), printedTables: printedTables.slice(0, 8)};
 }"""
 
 
@@ -210,7 +218,8 @@ def _expected_output_cells(built_book, page):
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_offline_without_errors(browser, site, built_book, page):
     """No console error, no network request, every formula typeset, every image and link good,
-    every code cell's output shown; and at phone width (390 px) the text fits the screen."""
+    every code cell's output shown; and at phone width (390 px) the text fits the screen, and every table of
+    results is a real table (one printed as text hides its last columns past the edge)."""
     reader = Reader(browser, **DESKTOP)
     try:
         reader.open(site + page + ".html")
@@ -245,6 +254,9 @@ def test_page_renders_offline_without_errors(browser, site, built_book, page):
                 assert cell["height"] > 0, f"code cell {i}: its output takes no space on the page"
     assert overflow["scroll"] <= overflow["width"] + 1 and not overflow["cut"], f"cut off on a phone: {overflow}"
     assert not overflow["squeezed"], f"table columns squeezed on a phone: {overflow}"
+    assert not overflow["printedTables"], (
+        f"a table printed as text runs past its box on a phone; show it with book/table_helpers.py: {overflow}"
+    )
 
 
 def test_book_opened_from_disk_renders_its_formulas(browser, built_book):
