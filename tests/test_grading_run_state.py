@@ -50,7 +50,9 @@ def test_phases_are_recorded_only_where_asked_and_nest():
 
 def test_regrading_one_student_again_and_again_in_one_process_keeps_the_marks(released_course, tmp_path, monkeypatch):
     course = released_course(SECTION, tmp_path / "course")
-    hand_in(SECTION, course, wrong_answers=False, released=True)
+    # the notebooks that grade in 1-2 s each: short regrades, many of them (s04_3_ex2 takes about 10 s)
+    notebooks = ["s04_3_ex1", "s04_3_ex3"]
+    hand_in(SECTION, course, wrong_answers=False, released=True, exercises=notebooks)
     monkeypatch.chdir(course)
     monkeypatch.setattr(sys, "path", list(sys.path))  # nbgrader puts the course folder first on sys.path
 
@@ -66,11 +68,15 @@ def test_regrading_one_student_again_and_again_in_one_process_keeps_the_marks(re
         return gradebook_scores(course, SECTION)["reference"]
 
     full = regrade(api())  # also starts the warm zygote
-    assert all(v["auto"][0] == v["auto"][1] > 0 for v in full.values() if v["auto"][1]), full
-    began = time.monotonic()
-    assert regrade(api()) == full
-    one_regrade = time.monotonic() - began
-    # a budget that one regrade fits twice over, and that five regrades in a row would spend twice
-    server = api(submission_budget_s=2.5 * one_regrade)
-    for _ in range(5):
+    assert full["s04_3_ex1"]["auto"][0] == full["s04_3_ex1"]["auto"][1] > 0, full  # s04_3_ex3: written answers
+    timed = []
+    for _ in range(2):
+        began = time.monotonic()
+        assert regrade(api()) == full
+        timed.append(time.monotonic() - began)
+    # a budget that the slower of two regrades fits four times over (one regrade on a loaded CI machine once took
+    # 2.5 times another), and that eight regrades in a row would spend twice: only a budget carried from one
+    # regrade to the next in this process can cost points here
+    server = api(submission_budget_s=4 * max(timed))
+    for _ in range(8):
         assert regrade(server) == full
