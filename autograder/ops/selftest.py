@@ -81,19 +81,24 @@ def make_submission(release_nb, replacements: dict):
     return nb
 
 
+def printed_parts(cell) -> list[str]:
+    """A cell's printed text and its errors (``ename: evalue``), in order; displays and results left out."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts.append(f"{out.ename}: {out.evalue}")
+    return parts
+
+
 def graded_cell_text(nb) -> dict:
     """``{grade_id: text output}`` of the graded code cells of an autograded notebook."""
     out = {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade") and cell.cell_type == "code":
-            texts = []
-            for o in cell.get("outputs", []):
-                if o.output_type == "stream":
-                    texts.append(o.text)
-                elif o.output_type == "error":
-                    texts.append(f"{o.ename}: {o.evalue}")
-            out[meta["grade_id"]] = "".join(texts)
+            out[meta["grade_id"]] = "".join(printed_parts(cell))
     return out
 
 
