@@ -1,7 +1,7 @@
 """The floor of grading: the students' own code, run with no grader around it (``run_class.py``'s ``floor`` mode).
 
 ``python benchmarks/floor.py WORK.json [--per-notebook]`` runs in a grading kernel's environment
-(:func:`autograder.confine.launcher.kernel_environment`). It imports what a grading kernel's warm template
+(:func:`autograder.confine.launcher.kernel_environment`). It imports what a grading kernel's zygote
 imports (:data:`autograder.confine.zygote.PRELOAD`) and nothing else: a process that has compiled anything
 with XLA holds thread pools that do not survive ``fork``, so the cells to run come in as JSON, prepared by
 the parent. It then forks once per student (``--per-notebook``: once per notebook, as grading isolates

@@ -13,13 +13,13 @@ scratch course (sandbox on, as for any entry point):
 * ``class x2``: the same, kernels forked (the default);
 * ``class x2 workers launched``: ``class x2`` with each grading worker started as its own interpreter (its own
   nbgrader import and its own kernel zygote) instead of forked from the run's
-  :class:`~autograder.ops.worker.WorkerTemplate`: what the template saves (issue 46, item 5);
+  :class:`~autograder.ops.worker.WorkerZygote`: what the worker zygote saves (issue 46, item 5);
 * ``class x2 + cache``: the same after ``warm-cache`` sealed the section's cache (the warm-up is
   timed apart: an instructor pays it once per release, not per class);
 * ``dask x1`` / ``dask x2``: the same jobs on a local Dask cluster of 1 / 2 single-threaded worker
   processes (kernels forked, no cache; the cluster's start is part of the time): how the Dask path scales
   from one worker to two;
-* ``floor``: no grader at all. One process imports what a grading kernel's warm template imports
+* ``floor``: no grader at all. One process imports what a grading kernel's zygote imports
   (:data:`autograder.confine.zygote.PRELOAD`), then forks once per student; the child executes exactly the
   code cells grading runs of each of the student's notebooks (the source's cells with the student's solution
   cells in place, hidden tests included, ``skip-in-grading`` cells left out), in order, each notebook in a
@@ -37,7 +37,7 @@ It prints seconds, students/minute, the extrapolated time for 100 students, the 
 to ``plain launched`` and to ``plain``, and CPU seconds per submission: the CPU of this process and of every
 process below it, counted per process (``getrusage``), so other load on the machine does not enter it. The
 benchmark is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a process whose parent ended first (a worker
-or kernel left when its template or zygote exits) comes to it and is waited for, so its CPU is counted too.
+or kernel left when its worker zygote or kernel zygote exits) comes to it and is waited for, so its CPU is counted too.
 The machine's busy time over the mode (``/proc/stat``, which assumes an otherwise idle machine) is kept
 in the JSON as ``machine_cpu_s``. From the CPU the time of a 100-student class on 16 cores is estimated
 (16 workers, CPU-bound, no contention).
@@ -91,15 +91,15 @@ TARGET_OVERHEAD = 1.2  # class x2 CPU / floor CPU
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
 
 
-class _NoTemplate:
-    """Stands in for the run's WorkerTemplate: every worker asks it for a fork, is refused, and launches itself
+class _NoWorkerZygote:
+    """Stands in for the run's WorkerZygote: every worker asks it for a fork, is refused, and launches itself
     (GradingWorker's own fallback), so each worker imports nbgrader and starts a zygote of its own."""
 
     def __init__(self, course, extra_args=()):
         pass
 
     def fork(self, log_path):
-        raise RuntimeError("benchmark mode 'workers launched': no template")
+        raise RuntimeError("benchmark mode 'workers launched': no worker zygote")
 
     def close(self):
         pass
@@ -224,17 +224,17 @@ def run_floor(course: Path, section: str, tmp: Path, every_cell: bool, per_noteb
 
 
 @contextlib.contextmanager
-def _template_replaced(replace: bool):
+def _worker_zygote_replaced(replace: bool):
     from autograder.ops import executors
 
-    original = executors.WorkerTemplate
+    original = executors.WorkerZygote
     if replace:
-        executors.WorkerTemplate = _NoTemplate
+        executors.WorkerZygote = _NoWorkerZygote
         logging.getLogger("autograder.worker").setLevel(logging.ERROR)  # the refused fork is this mode's point
     try:
         yield
     finally:
-        executors.WorkerTemplate = original
+        executors.WorkerZygote = original
 
 
 def timed(mode: str, section: str, n_students: int) -> dict:
@@ -266,7 +266,7 @@ def timed(mode: str, section: str, n_students: int) -> dict:
         else:
             scheduler = "local" if mode.startswith("dask") else None
             workers = int(mode.split(" x")[1][0])
-            with _template_replaced(mode.endswith("workers launched")):
+            with _worker_zygote_replaced(mode.endswith("workers launched")):
                 results = grade_class(
                     course, [section], workers=workers, progress=False, scheduler=scheduler, extra_args=extra
                 )

@@ -139,8 +139,8 @@ except OSError as exc:
 else:
     print("FORKS NOT STOPPED", count)
 """
-# kernels are forks of one warm template process (autograder/confine/zygote.py): what this kernel patches must not
-# reach the next student's kernel (zz-reference, graded after it in the same nbgrader run), nor can it reach the template
+# kernels are forks of one kernel zygote (autograder/confine/zygote.py): what this kernel patches must not
+# reach the next student's kernel (zz-reference, graded after it in the same nbgrader run), nor can it reach the zygote
 POISON_NEXT_KERNEL = """\
 import ctypes, os, sys
 import numpy as np, jax.numpy as jnp, course_lib, autograder.kernel.capture as capture
@@ -149,14 +149,14 @@ np.allclose = lambda *a, **k: False
 jnp.sum = lambda *a, **k: 0.0
 capture.grade = lambda *a, **k: None
 sys.modules["course_lib"].__dict__["POISONED"] = True
-template = os.getppid()
+zygote = os.getppid()
 def ptrace():
-    if ctypes.CDLL(None, use_errno=True).ptrace(16, template, 0, 0) != 0:  # PTRACE_ATTACH
+    if ctypes.CDLL(None, use_errno=True).ptrace(16, zygote, 0, 0) != 0:  # PTRACE_ATTACH
         raise OSError(ctypes.get_errno(), "ptrace")
 for label, attempt in {
     "ptrace-parent": ptrace,
-    "write-parent-memory": lambda: open(f"/proc/{template}/mem", "r+b"),
-    "read-parent-environment": lambda: open(f"/proc/{template}/environ", "rb").read(),
+    "write-parent-memory": lambda: open(f"/proc/{zygote}/mem", "r+b"),
+    "read-parent-environment": lambda: open(f"/proc/{zygote}/environ", "rb").read(),
 }.items():
     try:
         attempt()
@@ -205,9 +205,9 @@ def escape_attempts(course: Path) -> str:
         "read-solution": f"open({str(ROOT / 'assignments' / 'source' / SECTION / (EXERCISE + '.md'))!r}).read()",
         "write-gradebook": f"open({str(course / 'gradebook.db')!r}, 'ab').write(b'x')",
         "write-other-student": f"open({str(course / 'submitted' / 'blank' / SECTION / 'x.ipynb')!r}, 'w').write('x')",
-        # a kernel's parent is the warm template it was forked from (autograder/confine/zygote.py), whose
+        # a kernel's parent is the kernel zygote it was forked from (autograder/confine/zygote.py), whose
         # parent is the grading process; a launched kernel's parent is the grading process itself
-        "signal-template": "__import__('os').kill(__import__('os').getppid(), 9)",
+        "signal-zygote": "__import__('os').kill(__import__('os').getppid(), 9)",
         "signal-grader": "__import__('os').kill(GRADER, 9)",
         # the instructor's compilation cache: the kernel reads it (and says so), and can change nothing in it
         "plant-compile-cache": f"open({str(entries / 'jit_planted-cache')!r}, 'wb').write(b'x')",
@@ -216,7 +216,7 @@ def escape_attempts(course: Path) -> str:
         "chmod-compile-cache": f"__import__('os').chmod({str(entries)!r}, 0o777)",
     }
     if sandbox.abi_version() < 6:  # without signal scoping this would kill the test's nbgrader run
-        del targets["signal-grader"], targets["signal-template"]
+        del targets["signal-grader"], targets["signal-zygote"]
     lines = [
         "import os",
         "GRADER = os.getppid()",
@@ -431,7 +431,7 @@ def test_no_attempt_escapes_the_sandbox(graded):
             expected = ["read-data", "import-reference", "read-solution", "write-gradebook", "write-other-student"]
             expected += ["plant-compile-cache", "overwrite-compile-cache", "remove-compile-cache"]
             if sandbox.abi_version() >= 6:
-                expected += ["signal-template", "signal-grader"]
+                expected += ["signal-zygote", "signal-grader"]
             if isolation.is_root():  # Landlock leaves modes alone; the kernel's own user owns nothing there
                 expected.append("chmod-compile-cache")
             for label in expected:
@@ -443,7 +443,7 @@ def test_no_attempt_escapes_the_sandbox(graded):
 
 
 def test_a_student_graded_after_the_hostile_ones_gets_full_marks(graded):
-    # every kernel of the plain run is forked from the same template: a poisoned or crashed kernel before
+    # every kernel of the plain run is forked from the same zygote: a poisoned or crashed kernel before
     # this one must change nothing for it (sorted by name, nbgrader grades zz-reference last)
     course, scores = graded["nbgrader"]
     score, total = scores[REFERENCE][EXERCISE]["auto"]

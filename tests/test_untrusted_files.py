@@ -25,7 +25,7 @@ from autograder.ops import archives, classrun, submission_files
 from autograder.ops.classrun import JobResult, grade_class, summary_lines
 from autograder.ops.collect import CollectReport, plan, report_lines
 from autograder.ops.submission_files import fingerprint, precheck, submission_problem
-from autograder.ops.worker import WorkerTemplate
+from autograder.ops.worker import WorkerZygote
 
 NB = "s04_1_ex1.ipynb"
 GOOD = nbformat.writes(new_notebook(cells=[new_markdown_cell("x"), new_code_cell("1")]))
@@ -219,10 +219,10 @@ def test_the_class_run_records_every_failure_and_grades_the_rest(tmp_path):
             return JobResult(section, student, "graded", 1.0)
         return real_run_job(course_dir, section, student, limits, extra_args)  # fails in its precheck
 
-    # no nbgrader here: no worker template either (the run's thread starts one before any job, WorkerTemplate.start)
+    # no nbgrader here: no worker zygote either (the run's thread starts one before any job, WorkerZygote.start)
     with (
         mock.patch.object(classrun, "run_job", fake_run_job),
-        mock.patch.object(WorkerTemplate, "start", lambda self: None),
+        mock.patch.object(WorkerZygote, "start", lambda self: None),
     ):
         results = {r.student: r for r in _finishes(lambda: grade_class(course, ["s04_1"], workers=2, progress=False))}
     assert results["honest"].status == "graded"

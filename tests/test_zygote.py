@@ -170,7 +170,7 @@ def test_forked_kernel_is_confined_like_a_launched_one():
 def test_what_a_kernel_changes_never_reaches_the_next_one():
     (poisoned,) = run_cells([POISON])
     (after,) = run_cells([CHECK])
-    assert after["zygote"] == poisoned["zygote"]  # the same template served both, and it survived
+    assert after["zygote"] == poisoned["zygote"]  # the same zygote served both, and it survived
     assert set(poisoned["attempts"].values()) == {"PermissionError"}, poisoned["attempts"]
     assert all(after["clean"]), after["clean"]
     assert after["draw"] != poisoned["draw"]  # numpy's global stream is reseeded in every kernel

@@ -1,7 +1,7 @@
 """A fork server: a warm process that forks children on request over a ``SOCK_SEQPACKET`` connection.
 
 Two servers run this loop: the kernel zygote (:mod:`autograder.confine.zygote`), whose children become confined
-grading kernels, and a class run's worker template (:mod:`autograder.ops.worker`), whose children become
+grading kernels, and a class run's worker zygote (:mod:`autograder.ops.worker`), whose children become
 grading workers. The server side is :func:`serve` and :func:`exit_child`; the requesting side reads a reply with
 :func:`receive` and holds the child as a :class:`ForkedProcess` (a pidfd, not a pid).
 

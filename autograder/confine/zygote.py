@@ -1,4 +1,4 @@
-"""Grading kernels forked from a warm template process (a "zygote") instead of each starting from nothing.
+"""Grading kernels forked from a warm process (a "zygote") instead of each starting from nothing.
 
 Every grading kernel used to start a fresh interpreter, import ipykernel, and then, in the notebook's
 setup cell, import JAX, numpy, matplotlib and ``course_lib``: one to two CPU seconds per notebook, the same
@@ -18,20 +18,20 @@ Why a forked kernel is confined as tightly as one started from nothing (the inst
   or is the confine code that a launched kernel also runs, and refuses to serve otherwise;
 * each kernel is a fork of that untouched state. What a student changes (a patched ``course_lib``
   function, a global, a module attribute) lives in that kernel's copy-on-write memory and dies with it;
-  the next kernel is forked from the same clean template;
+  the next kernel is forked from the same clean zygote;
 * the child closes every inherited descriptor but 0-2 before anything else runs (it cannot ask the zygote
   for more), and the zygote is not dumpable: a kernel can neither trace it nor read its memory, and as
   root a kernel has a user of its own that cannot signal it;
 * the zygote sends the grader a pidfd of each kernel (``SCM_RIGHTS``), so the grader waits for and kills
   exactly that process; a kernel dies with the zygote (``PR_SET_PDEATHSIG``), and the zygote ends when the
   grading process that started it closes its socket, or dies;
-* a class run's workers share one zygote (started by their template, :mod:`autograder.ops.worker`), each
+* a class run's workers share one zygote (started by their worker zygote, :mod:`autograder.ops.worker`), each
   through a connection of its own. The zygote then ends when the last connection closes, and a kernel whose
   grading process died (a worker killed past its time limit) is ended with everything below it and its
   user's processes, as that worker's own zygote would have been ended with it.
 
 The fork loop and the requesting side are :mod:`autograder.confine.fork_server` (the class run's worker
-template uses them too); which zygote a grading process forks from is :mod:`autograder.confine.zygote_registry`.
+zygote uses them too); which zygote a grading process forks from is :mod:`autograder.confine.zygote_registry`.
 Linux only (pidfds, ``SOCK_SEQPACKET``). Where it is unavailable, or the zygote does not start, kernels
 are started the old way, each by its own interpreter, and the reason is logged.
 """
@@ -221,7 +221,7 @@ class Zygote:
         return ours
 
     def handed_over(self) -> Zygote:
-        """In a child forked from the process that holds this zygote (a class run's worker template): a
+        """In a child forked from the process that holds this zygote (a class run's worker zygote): a
         connection of the child's own, :meth:`attached`; the inherited one, which the parent goes on using, is
         dropped here without a word to the zygote."""
         own = self.connect()
@@ -240,7 +240,7 @@ class Zygote:
                 return False
 
     def fork(self, launcher_args: list[str]) -> fork_server.ForkedProcess:
-        """A new kernel: the launcher run with ``launcher_args``, forked from the warm template."""
+        """A new kernel: the launcher run with ``launcher_args``, forked from this zygote."""
         with self._lock:
             self._conn.send(json.dumps({"argv": list(launcher_args)}).encode())
             reply, fds = fork_server.receive(self._conn, 60.0, "the kernel zygote")

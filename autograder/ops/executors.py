@@ -8,7 +8,7 @@ the same is that job's failure, never the run's. Every result carries its ``queu
 start of the run (or the submission to Dask) until a worker took the job.
 
 * :class:`ThreadExecutor`: ``workers`` threads of this process, one :class:`GradingWorker` each, all forked
-  from one :class:`~autograder.ops.worker.WorkerTemplate` (nbgrader imported once per run, not per worker).
+  from one :class:`~autograder.ops.worker.WorkerZygote` (nbgrader imported once per run, not per worker).
 * :class:`DaskExecutor`: a Dask cluster (:func:`_dask_client`), one :class:`GradingWorker` per Dask worker
   thread; Dask retries a job whose worker died.
 """
@@ -26,7 +26,7 @@ from typing import Protocol
 from autograder.confine.limits import Limits
 from autograder.course.course import Course
 from autograder.ops.ledger import Job, JobResult
-from autograder.ops.worker import GradingWorker, WorkerTemplate
+from autograder.ops.worker import GradingWorker, WorkerZygote
 
 #: ``grade(course, section, student, limits, extra_args, worker=...)``: one job in ``worker``; never raises
 GradeJob = Callable[..., JobResult]
@@ -54,12 +54,12 @@ def _result(future, job: Job) -> JobResult:
 
 
 class _WorkerPool:
-    """One long-lived :class:`GradingWorker` per thread of the class run, forked from the run's template; all
-    stopped, and the template closed, at the end."""
+    """One long-lived :class:`GradingWorker` per thread of the class run, forked from the run's worker zygote; all
+    stopped, and the worker zygote closed, at the end."""
 
     def __init__(self, course: Path, limits: Limits, extra_args=()):
         self.course, self.limits = course, limits
-        self.template = WorkerTemplate(course, extra_args)
+        self.worker_zygote = WorkerZygote(course, extra_args)
         self._local = threading.local()
         self._all: list[GradingWorker] = []
         self._lock = threading.Lock()
@@ -67,7 +67,7 @@ class _WorkerPool:
     def get(self) -> GradingWorker:
         worker = getattr(self._local, "worker", None)
         if worker is None:
-            worker = self._local.worker = GradingWorker(self.course, self.limits, self.template)
+            worker = self._local.worker = GradingWorker(self.course, self.limits, self.worker_zygote)
             with self._lock:
                 self._all.append(worker)
         return worker
@@ -78,7 +78,7 @@ class _WorkerPool:
         for worker in self._all:
             worker.stop()
         self._all.clear()
-        self.template.close()
+        self.worker_zygote.close()
 
 
 @dataclass
@@ -93,9 +93,9 @@ class ThreadExecutor:
 
     def run(self, jobs: Sequence[Job], on_result: OnResult) -> None:
         if not jobs:
-            return  # no template, no zygote: nothing to grade
+            return  # no worker zygote, no kernel zygote: nothing to grade
         pool = _WorkerPool(self.course.folder, self.limits, self.extra_args)
-        pool.template.start()  # a child of this thread, which outlives the pool's threads
+        pool.worker_zygote.start()  # a child of this thread, which outlives the pool's threads
         began = time.perf_counter()
 
         def one(job: Job) -> JobResult:

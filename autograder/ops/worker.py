@@ -9,8 +9,8 @@ the verdict and the gradebook are the same as for any other entry point.
 
 Why isolation is as strong as one process per submission: the student's code never runs in the worker.
 Each notebook still gets a fresh kernel, confined before its first byte (own user as root, no network,
-Landlock, limits), ended with every process it started (forked from the worker's untouched template
-process, :mod:`autograder.confine.zygote`, which never runs student code); the worker only holds trusted code (nbgrader
+Landlock, limits), ended with every process it started (forked from the untouched kernel
+zygote, :mod:`autograder.confine.zygote`, which never runs student code); the worker only holds trusted code (nbgrader
 and the verdict), which reads what the kernel returned through the strict protocol decoder. The kernels a
 worker starts inherit none of its pipes: the job protocol runs over a ``multiprocessing`` pipe, which
 kernels never see (``close_fds``), and the worker's own stdout and stderr go to its log file, so nothing a
@@ -18,16 +18,16 @@ kernel prints can forge a job result. Per-submission state of the worker (the ti
 the phase timers) is reset for every job.
 
 Start-up: importing nbgrader and the course's verdict costs a worker about 2.5 CPU s. A class run with
-several workers in one process pays it once: its workers are forked from one :class:`WorkerTemplate` (a
-fresh interpreter, ``python -m autograder.ops.worker --template``, which imports :data:`TEMPLATE_PRELOAD` and
+several workers in one process pays it once: its workers are forked from one :class:`WorkerZygote` (a
+fresh interpreter, ``python -m autograder.ops.worker --zygote``, which imports :data:`WORKER_PRELOAD` and
 then only forks, with the kernel zygote's fork loop, :func:`autograder.confine.fork_server.serve`), and a worker that
-replaces one killed past its limit starts in milliseconds. The template also starts the run's one kernel
+replaces one killed past its limit starts in milliseconds. The worker zygote also starts the run's one kernel
 zygote (JAX and ``course_lib`` imported once per run, not per worker); each worker it forks gets a connection
 of its own to it. A Dask worker process grades with one worker, which starts as its own interpreter and zygote.
 
 Time limits: a job that runs past ``Limits.submission_timeout_s`` is ended by killing the worker and every
 process below it (and, as root, every process of the kernel users found there); the next job gets a new
-worker. A worker dies with its parent (``PR_SET_PDEATHSIG``): the thread that started it, or the template, which
+worker. A worker dies with its parent (``PR_SET_PDEATHSIG``): the thread that started it, or the worker zygote, which
 ends with the class run (its socket closes when the run's process ends); so a killed class run leaves no
 worker grading behind a rerun's back.
 """
@@ -56,8 +56,8 @@ from autograder.confine.zygote_registry import KERNEL_ZYGOTES
 from autograder.confine.limits import Limits, require_sandbox
 
 _PR_SET_PDEATHSIG = 1
-#: what the template imports once for all the workers forked from it: a job's imports and the course config's
-TEMPLATE_PRELOAD = (
+#: what the worker zygote imports once for all the workers forked from it: a job's imports and the course config's
+WORKER_PRELOAD = (
     "nbgrader.apps.autogradeapp",
     "autograder.confine.execute",
     "autograder.verdict.pipeline",
@@ -136,16 +136,16 @@ def serve(conn, course_dir: str) -> None:
 
 
 def _forked_worker(
-    template: int, kernels, conns: list[socket.socket], started: int, request: dict, fds: list[int]
+    worker_zygote: int, kernels, conns: list[socket.socket], started: int, request: dict, fds: list[int]
 ) -> None:
-    """In a child of the template (pid ``template``): become a worker as :meth:`GradingWorker._start` launches
+    """In a child of the worker zygote (pid ``worker_zygote``): become a worker as :meth:`GradingWorker._start` launches
     one, its kernels forked from the run's zygote ``kernels`` (if any). Never returns."""
-    fork_server.exit_child(lambda: _become_worker(template, kernels, conns, started, request, fds))
+    fork_server.exit_child(lambda: _become_worker(worker_zygote, kernels, conns, started, request, fds))
 
 
-def _become_worker(template: int, kernels, conns: list[socket.socket], started: int, request: dict, fds) -> None:
-    _die_with_parent()  # before the grader learns our pid: it may end the template at once
-    if os.getppid() != template:
+def _become_worker(worker_zygote: int, kernels, conns: list[socket.socket], started: int, request: dict, fds) -> None:
+    _die_with_parent()  # before the grader learns our pid: it may end the worker zygote at once
+    if os.getppid() != worker_zygote:
         raise SystemExit(1)
     os.setsid()  # a session of its own, as ``start_new_session`` gives a launched worker
     os.write(started, b"1")
@@ -177,12 +177,12 @@ def _run_zygote(course: str, extra_args: list[str]):
         return None
 
 
-def template_main(fd: int, course: str, extra_args: list[str]) -> None:
-    """``python -m autograder.ops.worker --template FD COURSE [ARG ...]``: import :data:`TEMPLATE_PRELOAD`, start
+def worker_zygote_main(fd: int, course: str, extra_args: list[str]) -> None:
+    """``python -m autograder.ops.worker --zygote FD COURSE [ARG ...]``: import :data:`WORKER_PRELOAD`, start
     the run's kernel zygote for the nbgrader arguments ARG, then fork workers on FD until it closes."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the instructor's terminal ends the run, which ends us
-    for name in TEMPLATE_PRELOAD:
+    for name in WORKER_PRELOAD:
         importlib.import_module(name)
     kernels = _run_zygote(course, extra_args)
     try:
@@ -197,7 +197,7 @@ def template_main(fd: int, course: str, extra_args: list[str]) -> None:
             kernels.close()
 
 
-class WorkerTemplate:
+class WorkerZygote:
     """What every grading worker of one class run shares: a process that imported what a worker needs and
     forks workers on request, and the one kernel zygote they all fork their kernels from.
 
@@ -211,16 +211,16 @@ class WorkerTemplate:
         self.course, self.extra_args = Path(course).resolve(), tuple(extra_args)
         self._lock = threading.Lock()
         self._conn = self.process = None
-        self._failed = ""  # why the template failed once: its workers are launched from then on
+        self._failed = ""  # why the worker zygote failed once: its workers are launched from then on
 
     def _start(self) -> None:
-        """Start the template process (on the first :meth:`fork`: a run whose jobs never need a worker starts none)."""
+        """Start the worker zygote (on the first :meth:`fork`: a run whose jobs never need a worker starts none)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         host = socket.gethostname()
-        log_path = self.course / ".grading" / "logs" / "workers" / f"{host}-{os.getpid()}-template.log"
+        log_path = self.course / ".grading" / "logs" / "workers" / f"{host}-{os.getpid()}-zygote.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            args = ["--template", str(theirs.fileno()), str(self.course), *self.extra_args]
+            args = ["--zygote", str(theirs.fileno()), str(self.course), *self.extra_args]
             self.process = _launch(args, theirs.fileno(), log_path, self.course)
         except BaseException:
             ours.close()
@@ -230,8 +230,8 @@ class WorkerTemplate:
         self._conn = ours
 
     def start(self) -> None:
-        """Start the template process, as a child of the calling thread: call it from the thread that owns the
-        run, which outlives every worker thread. A template that cannot start is recorded as failed (its workers
+        """Start the worker zygote, as a child of the calling thread: call it from the thread that owns the
+        run, which outlives every worker thread. A worker zygote that cannot start is recorded as failed (its workers
         are then launched)."""
         with self._lock:
             if self.process is not None or self._failed:
@@ -239,24 +239,24 @@ class WorkerTemplate:
             try:
                 self._start()
             except OSError as exc:
-                self._failed = f"the grading worker template did not start: {type(exc).__name__}: {exc}"
+                self._failed = f"the grading worker zygote did not start: {type(exc).__name__}: {exc}"
 
     def fork(self, log_path: Path) -> tuple[fork_server.ForkedProcess, Connection]:
         """A new worker for the run's course, writing to ``log_path``, and the job connection to it. Raises
-        ``RuntimeError`` when the template was not started or failed (then, and from then on, without waiting
+        ``RuntimeError`` when the worker zygote was not started or failed (then, and from then on, without waiting
         again)."""
         ours, theirs = socket.socketpair()
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            with self._lock:  # the first request also waits for the template's imports
+            with self._lock:  # the first request also waits for the worker zygote's imports
                 if self._failed or self.process is None:
-                    raise RuntimeError(self._failed or "the grading worker template was not started")
+                    raise RuntimeError(self._failed or "the grading worker zygote was not started")
                 try:
                     message = json.dumps({"course": str(self.course)}).encode()
                     socket.send_fds(self._conn, [message], [theirs.fileno(), log])
-                    reply, fds = fork_server.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker template")
+                    reply, fds = fork_server.receive(self._conn, zygote.READY_TIMEOUT_S, "the grading worker zygote")
                 except OSError as exc:
-                    self._failed = f"the grading worker template failed: {type(exc).__name__}: {exc}"
+                    self._failed = f"the grading worker zygote failed: {type(exc).__name__}: {exc}"
                     raise RuntimeError(self._failed) from exc
         finally:
             theirs.close()
@@ -265,13 +265,13 @@ class WorkerTemplate:
             for fd in fds:
                 os.close(fd)
             ours.close()
-            raise RuntimeError(f"the grading worker template did not fork: {reply}")
+            raise RuntimeError(f"the grading worker zygote did not fork: {reply}")
         return fork_server.ForkedProcess(reply["pid"], fds[0]), Connection(ours.detach())
 
     def close(self) -> None:
         if self.process is None:
             return
-        self._conn.close()  # the template sees the end of its socket and exits
+        self._conn.close()  # the worker zygote sees the end of its socket and exits
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
@@ -280,7 +280,7 @@ class WorkerTemplate:
 
 
 def _launch(args: list[str], fd: int, log_path: Path, cwd: Path) -> subprocess.Popen:
-    """``python -m autograder.ops.worker ARGS`` (a worker, or the template) with ``fd`` passed, its output to
+    """``python -m autograder.ops.worker ARGS`` (a worker, or the worker zygote) with ``fd`` passed, its output to
     ``log_path``, in a session of its own."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader calls alembic by name
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
@@ -300,11 +300,11 @@ def _launch(args: list[str], fd: int, log_path: Path, cwd: Path) -> subprocess.P
 class GradingWorker:
     """One long-lived grading process; :meth:`grade` runs a job in it, within a wall-clock limit.
 
-    With a ``template`` (:class:`WorkerTemplate`) the process is forked from it; without one, it starts as
+    With a ``worker_zygote`` (:class:`WorkerZygote`) the process is forked from it; without one, it starts as
     its own interpreter."""
 
-    def __init__(self, course_dir: Path, limits: Limits, template: WorkerTemplate | None = None):
-        self.course, self.limits, self.template = Path(course_dir).resolve(), limits, template
+    def __init__(self, course_dir: Path, limits: Limits, worker_zygote: WorkerZygote | None = None):
+        self.course, self.limits, self.worker_zygote = Path(course_dir).resolve(), limits, worker_zygote
         # one log per worker: the machine, process and thread that own it (Dask workers share the course folder)
         name = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}.log"
         self.log_path = self.course / ".grading" / "logs" / "workers" / name
@@ -315,12 +315,12 @@ class GradingWorker:
 
     def _start(self) -> None:
         self._stop_sent = False
-        if self.template is not None:
+        if self.worker_zygote is not None:
             try:
-                self._process, self._conn = self.template.fork(self.log_path)
+                self._process, self._conn = self.worker_zygote.fork(self.log_path)
                 return
-            except RuntimeError as exc:  # a dead or hung template: this worker starts on its own
-                logging.getLogger("autograder.worker").warning("worker template failed (%s); launching a worker", exc)
+            except RuntimeError as exc:  # a dead or hung worker zygote: this worker starts on its own
+                logging.getLogger("autograder.worker").warning("worker zygote failed (%s); launching a worker", exc)
         ours, theirs = socket.socketpair()
         # the worker's own output, and anything a kernel writes to it, go to its log
         self._process = _launch([str(self.course), str(theirs.fileno())], theirs.fileno(), self.log_path, self.course)
@@ -381,7 +381,7 @@ class GradingWorker:
 if __name__ == "__main__":  # run as a module: import it by name, so that what it sends unpickles as ours
     from autograder.ops import worker as _worker
 
-    if sys.argv[1] == "--template":
-        _worker.template_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
+    if sys.argv[1] == "--zygote":
+        _worker.worker_zygote_main(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
     else:
         _worker.serve(Connection(int(sys.argv[2])), sys.argv[1])
