@@ -68,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.ops.classrun import grade_class, phase_lines  # noqa: E402
+from autograder.ops.worker import WorkerZygote  # noqa: E402
 from autograder.ops.warm_cache import warm_cache  # noqa: E402
 from autograder.authoring.reference import WRONG_ANSWERS  # noqa: E402
 from autograder.ops.selftest import make_submission, release_section, scratch_course, solution_sources  # noqa: E402
@@ -91,17 +92,13 @@ TARGET_OVERHEAD = 1.2  # class x2 CPU / floor CPU
 LAUNCHED = ["--SafeExecute.fork_kernels=False"]
 
 
-class _NoWorkerZygote:
-    """Stands in for the run's WorkerZygote: every worker asks it for a fork, is refused, and launches itself
-    (GradingWorker's own fallback), so each worker imports nbgrader and starts a zygote of its own."""
+class _NoWorkerZygote(WorkerZygote):
+    """The run's WorkerZygote, never started: every worker asks it for a fork, is refused, and launches itself
+    (GradingWorker's own fallback), so each worker imports nbgrader and starts a kernel zygote of its own. A
+    subclass, so that it keeps every method the executor calls (a stand-in without ``start`` broke this mode
+    when the run's own thread began to start the worker zygote)."""
 
-    def __init__(self, course, extra_args=()):
-        pass
-
-    def fork(self, log_path):
-        raise RuntimeError("benchmark mode 'workers launched': no worker zygote")
-
-    def close(self):
+    def start(self) -> None:
         pass
 
 
