@@ -28,6 +28,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from autograder.confine.compile_cache import ENTRIES, FILL_ENV, default_root, seal, verified_entries
+from autograder.confine.execute import skipped_when_grading
 from autograder.confine.launcher import kernel_environment
 from autograder.course.course import Course
 
@@ -44,8 +45,12 @@ def release_notebooks(course: Course, section: str) -> dict[str, nbformat.Notebo
 
 
 def _execute(nb, workdir: Path, entries: Path) -> list[str]:
-    """Run ``nb`` in a fresh kernel that writes ``entries``; the names of the given cells before the first answer
-    cell that raised. Later cells may raise: they call, or build on, blank answers."""
+    """Run the cells of ``nb`` that grading runs in a fresh kernel that writes ``entries``; the names of the given
+    cells before the first answer cell that raised. Later cells may raise: they call, or build on, blank answers.
+
+    The cells grading skips (public checks, self-checks, exploration, plots: :func:`skipped_when_grading`) are left
+    out: no grading kernel would read what they compile, and they are a good part of a notebook's time."""
+    nb = nbformat.from_dict({**nb, "cells": [cell for cell in nb.cells if not skipped_when_grading(cell)]})
     km = KernelManager(kernel_name="python3", transport="ipc", ip=str(workdir / "kernel"))  # no TCP port
     client = NotebookClient(
         nb,
