@@ -222,6 +222,38 @@ def test_zygote_ends_with_the_grader():
     assert _gone(int(proc.stdout.strip()), 10), "the zygote outlived the grading process that started it"
 
 
+GRADER_KILLED_WITH_A_KERNEL = f"""
+import os, signal
+from jupyter_client.utils import run_sync
+from autograder.confine.kernel import confined_kernel
+from autograder.confine.limits import Limits
+from autograder.confine.zygote_registry import KERNEL_ZYGOTES
+with confined_kernel({EXERCISE!r}, Limits(), fork=True) as km:
+    run_sync(km.start_kernel)()
+    zygote = KERNEL_ZYGOTES.current
+    print(zygote.process.pid, zygote.home, km.provisioner.pid, os.path.dirname(km.connection_file), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # a worker killed past its time limit: nothing of ours cleans up
+"""
+
+
+def test_a_killed_grader_leaves_no_folder_of_its_kernel_or_zygote_behind():
+    """The kernel's scratch folder (the student's files) and the zygote's HOME are removed by the zygote when the
+    grading process that made them dies; over a term, every worker killed past its limit would otherwise leave both
+    in /tmp."""
+    proc = subprocess.run(
+        [sys.executable, "-c", GRADER_KILLED_WITH_A_KERNEL], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    zygote_pid, home, kernel_pid, scratch = proc.stdout.split()
+    assert Path(home).name.startswith("s04-zygote-") and Path(scratch).name.startswith("s04-kernel-")
+    assert _gone(int(kernel_pid), 10) and _gone(int(zygote_pid), 10)
+    deadline = time.monotonic() + 10
+    while (Path(home).exists() or Path(scratch).exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(scratch).exists(), "the kernel's scratch folder outlived its grader"
+    assert not Path(home).exists(), "the zygote's HOME outlived its grader"
+
+
 def test_a_notebook_without_code_starts_no_kernel_and_an_added_code_cell_still_runs(monkeypatch):
     from autograder.confine import execute
 

@@ -136,13 +136,23 @@ def _kernel_child(conns: list[socket.socket], started: int, request: dict, fds: 
     fork_server.exit_child(lambda: _become_kernel(conns, started, request["argv"]))
 
 
+def _remove_folder(path, prefix: str) -> None:
+    """Remove a grading folder this module's callers made (``tempfile.mkdtemp(prefix=prefix)``), nothing else."""
+    path = Path(path)
+    if path.name.startswith(prefix) and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _end_kernel(pid: int, request: dict) -> None:
     """A kernel whose grading process is gone: end it, everything below it and, as root, every process of its
-    own user (what :meth:`autograder.ops.worker.GradingWorker.kill` does for the processes it can see)."""
+    own user (what :meth:`autograder.ops.worker.GradingWorker.kill` does for the processes it can see), and remove
+    its scratch folder, which that grading process would have removed (student files must not pile up in /tmp)."""
     reaper.kill_tree(pid)
     argv = request.get("argv", [])
     if os.geteuid() == 0 and "--uid" in argv[:-1]:
         reaper.kill_user(int(argv[argv.index("--uid") + 1]))
+    if "--scratch" in argv[:-1]:
+        _remove_folder(argv[argv.index("--scratch") + 1], "s04-kernel-")
 
 
 def main(argv=None) -> None:
@@ -165,6 +175,7 @@ def main(argv=None) -> None:
         return
     conn.send(json.dumps({"ready": os.getpid()}).encode())
     fork_server.serve(conn, _kernel_child, orphaned=_end_kernel)
+    _remove_folder(Path.cwd(), "s04-zygote-")  # our HOME: the grader that made it may be gone (killed)
 
 
 # ----------------------------------------------------------------------------------------------- grader side
