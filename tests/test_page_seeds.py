@@ -1,14 +1,16 @@
 """A page's claims about random draws hold at other seeds, not only at the one the book is built with.
 
 A page that reads its seed from ``S04_PAGE_SEED`` (default 0, the book's) derives every PRNG key of the
-listed section from it, and its hidden ``remove-cell`` asserts check what the prose says: analytic
-probabilities and distributions over replicates, never one lucky draw. Here each listed section runs
-again, after its page's setup cells (the code above the page's first ``## `` heading), under two other
-seeds, in a fresh interpreter; every assert must still pass and every value the section's prose
-``{glue:text}``-reads must still be glued. ``glue`` is stubbed and figures go to the Agg backend.
+listed sections from it, and its hidden ``remove-cell`` asserts check what the prose says: analytic
+probabilities and distributions over replicates, never one lucky draw. Here each listed entry runs
+again, its page's setup cells (the code above the page's first ``## `` heading) and then the code cells
+of the entry's sections in page order, under two other seeds, in a fresh interpreter; every assert must
+still pass and every value those sections' prose ``{glue:text}``-reads must still be glued. ``glue`` is
+stubbed and figures go to the Agg backend.
 
 To cover another section, give its page the seed (``S04_PAGE_SEED``) and add ``(page, heading)`` to
-:data:`SECTIONS`.
+:data:`SECTIONS`; a section that uses what an earlier one defines is listed with it, ``(page, heading,
+later_heading)``, and runs in the same interpreter.
 """
 
 from __future__ import annotations
@@ -28,8 +30,14 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("page_seeds")]
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
-#: (page under book/, its section heading line as written in the source)
-SECTIONS = [("s04_4b.md", "## S04.4.5 FoBG 偏差的直觉")]
+#: (page under book/, then one or more of its section heading lines as written in the source)
+SECTIONS = [
+    ("s04_4b.md", "## S04.4.5 FoBG 偏差的直觉"),
+    ("s04_1.md", "## S04.1.2 如果不用导数会怎样"),
+    ("s04_6.md", "## S04.6.3 为什么还要手推解析导数", "## S04.6.4 有限差分最该用在哪里：检查梯度"),
+    ("s04_8.md", "## S04.8.1 梯度检查的最低要求", "## S04.8.2 中心差分的步长该取多大", "## S04.8.3 动手写方向导数检查"),
+    ("s04_7b.md", "## S04.7.4 SHAC 的短时域思想"),
+]
 #: seeds other than the book's 0
 SEEDS = (1, 2)
 GLUE_READ = re.compile(r"\{glue(?::text|:)?\}`([A-Za-z0-9_]+)")
@@ -51,19 +59,21 @@ print("GLUED=" + json.dumps(sorted(glued)))
 """
 
 
-def section_cells(page: str, heading: str) -> tuple[list[tuple[str, str]], str]:
-    """``([(label, source)], prose)``: the page's setup cells then the section's code cells, and the section's prose."""
-    cells, prose, where = [], [], "setup"  # "setup" until the page's first `## `, then "in" or "out" of the section
+def section_cells(page: str, headings: tuple[str, ...]) -> tuple[list[tuple[str, str]], str]:
+    """``([(label, source)], prose)``: the page's setup cells then the sections' code cells, and the sections' prose."""
+    wanted = {heading.strip() for heading in headings}
+    cells, prose, found, where = [], [], set(), "setup"  # "setup" until the first `## `, then "in" or "out"
     for index, cell in enumerate(jupytext.read(BOOK / page).cells):
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("## "):
-                    where = "in" if line.strip() == heading.strip() else "out"
+                    where = "in" if line.strip() in wanted else "out"
+                    found.add(line.strip())
                 if where == "in":
                     prose.append(line)
         elif cell.cell_type == "code" and where in ("setup", "in"):
             cells.append((f"{page} cell {index}", cell.source))
-    assert prose, f"{page}: no section headed {heading!r}"
+    assert wanted <= found, f"{page}: no section headed {sorted(wanted - found)}"
     return cells, "\n".join(prose)
 
 
@@ -76,9 +86,11 @@ def jax_cache(tmp_path_factory):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize(("page", "heading"), SECTIONS, ids=[f"{p}:{h.split()[1]}" for p, h in SECTIONS])
-def test_section_claims_hold_at_another_seed(page, heading, seed, tmp_path, jax_cache):
-    cells, prose = section_cells(page, heading)
+@pytest.mark.parametrize("entry", SECTIONS, ids=[f"{p}:{'+'.join(h.split()[1] for h in hs)}" for p, *hs in SECTIONS])
+def test_section_claims_hold_at_another_seed(entry, seed, tmp_path, jax_cache):
+    page, *headings = entry
+    heading = " + ".join(h.split()[1] for h in headings)
+    cells, prose = section_cells(page, tuple(headings))
     assert any("S04_PAGE_SEED" in source for _, source in cells), f"{page} does not read S04_PAGE_SEED"
     cells_file = tmp_path / "cells.json"
     cells_file.write_text(json.dumps(cells), encoding="utf-8")
