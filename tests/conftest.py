@@ -31,6 +31,7 @@ import ast
 import fcntl
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -75,14 +76,22 @@ LONG_FIRST = ("test_student_machine.py", "test_hostile.py")
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """With ``S04_TEST_TIMELINE=<file>``, one line per test (setup and teardown included): xdist worker, start and
-    end (epoch seconds), node id. ``benchmarks/timeline.py <file>`` says where a run's minutes went."""
-    start = time.time()
+    end (epoch seconds), node id, CPU seconds. ``benchmarks/timeline.py <file>`` says where a run's minutes went.
+
+    The CPU seconds are this process's and those of the child processes it waited for during the test (nbgrader,
+    the book build, grading kernels reaped through them); a server the test leaves running is not counted."""
+    start, cpu = time.time(), _cpu_seconds()
     yield
     timeline = os.environ.get("S04_TEST_TIMELINE")
     if timeline:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(timeline, "a", encoding="utf-8") as out:  # one short append per test: lines do not interleave
-            out.write(f"{worker}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}\n")
+            out.write(f"{worker}\t{start:.3f}\t{time.time():.3f}\t{item.nodeid}\t{_cpu_seconds() - cpu:.2f}\n")
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def pytest_collection_modifyitems(config, items):
