@@ -1,4 +1,4 @@
-r"""Short-horizon actor-critic policy optimisation, SHAC style (S04.7.4–S04.7.7, S04.9.5 ex. 3).
+r"""Short-horizon actor-critic policy optimisation, SHAC style (S04.7.5–S04.7.8, S04.9.5 ex. 3).
 
 A long episode of :math:`H` steps is cut into windows of :math:`h` steps. In each window the
 policy is rolled out through the differentiable simulator and the loss
