@@ -319,3 +319,40 @@ def test_a_zygote_that_failed_to_start_is_tried_again_later():
     retried = registry.get(None)
     assert isinstance(retried, FlakyZygote) and len(attempts) == 2 and registry.failures.count == 0
     assert registry.get(None) is retried
+
+
+class _Channel:
+    """A stand-in for a client's ZMQ channel: hands out ``messages`` in turn, then raises Empty; records timeouts."""
+
+    def __init__(self, messages):
+        self.messages, self.timeouts = list(messages), []
+
+    async def get_msg(self, timeout=None):
+        from queue import Empty
+
+        self.timeouts.append(timeout)
+        if not self.messages:
+            raise Empty
+        return self.messages.pop(0)
+
+
+def test_a_ready_kernel_costs_no_fixed_wait():
+    """jupyter_client's wait_for_ready ends with a 0.2 s wait for IOPub to fall silent, on every notebook graded;
+    the grading client makes the same handshake and then drains IOPub without waiting."""
+    from autograder.confine.kernel import ConfinedKernelManager, PromptKernelClient
+
+    client = ConfinedKernelManager(kernel_name="python3").client()
+    assert isinstance(client, PromptKernelClient)
+    status = {"msg_type": "status", "content": {"execution_state": "busy"}}
+    reply = {"msg_type": "kernel_info_reply", "content": {"protocol_version": "5.3"}}
+    client._shell_channel = _Channel([reply])
+    client._iopub_channel = _Channel([status, dict(status, content={"execution_state": "idle"})])
+    client.kernel_info = lambda: "request-id"
+
+    async def alive():
+        return True
+
+    client.is_alive = alive
+    run_sync(client.wait_for_ready)(timeout=5)
+    assert client._iopub_channel.timeouts == [0.2, 0, 0]  # the handshake's one wait, then a drain that does not wait
+    assert client._shell_channel.timeouts == [1]
