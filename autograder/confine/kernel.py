@@ -16,16 +16,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from queue import Empty
 
 import zmq
 import zmq.asyncio
-from traitlets import Type
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
@@ -60,42 +56,6 @@ class ForkingProvisioner(LocalProvisioner):
         return self.connection_info
 
 
-class PromptKernelClient(AsyncKernelClient):
-    """jupyter_client's asynchronous client, less the fixed 0.2 s its ``wait_for_ready`` spends on every kernel.
-
-    jupyter_client's version ends by reading IOPub until nothing arrives for 0.2 s: a wait on every notebook
-    graded. Here the same handshake (kernel_info until the reply comes and IOPub delivers the request's status)
-    is followed by a drain that does not wait. What the drain misses belongs to the kernel_info requests, and
-    nbclient skips every IOPub message whose parent is not the cell it is executing.
-    """
-
-    async def wait_for_ready(self, timeout: float | None = None) -> None:
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        while True:
-            self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-            except Empty:
-                reply = None
-            if reply is not None and reply["msg_type"] == "kernel_info_reply":
-                try:  # IOPub is connected once the request's status message arrives there
-                    await self.iopub_channel.get_msg(timeout=0.2)
-                except Empty:
-                    pass
-                else:
-                    self._handle_kernel_info_reply(reply)
-                    break
-            if not await self.is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
-        while True:
-            try:
-                await self.iopub_channel.get_msg(timeout=0)
-            except Empty:
-                return
-
-
 class ConfinedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernel is always the confined launcher (set :attr:`launcher_argv`).
 
@@ -103,7 +63,6 @@ class ConfinedKernelManager(AsyncKernelManager):
     (:class:`ForkingProvisioner`), started on the first kernel; without one it is started as a process.
     """
 
-    client_factory = Type(klass=PromptKernelClient)
     launcher_argv: list[str] = []
     fork = False
     compile_cache: Path | None = None
