@@ -1,7 +1,9 @@
 """Regenerating the reference data: hidden inputs, reference results, known-mistake results and tolerances, as JSON.
 
 Generated from the reference solutions by :func:`regenerate` (deterministic: the same
-bytes every time on one machine, which a test checks). Two files per exercise:
+bytes every time on one machine, which a test checks). A regeneration of the committed data also records what it
+was computed from (:mod:`autograder.authoring.provenance`), so a test tells stale data without recomputing it.
+Three files per exercise:
 
 * ``autograder/data/<exercise>.json`` (instructor-only): per check its points, how each output
   is compared (kind, tolerance, and where the tolerance comes from), the Chinese mistake messages,
@@ -9,7 +11,9 @@ bytes every time on one machine, which a test checks). Two files per exercise:
   the nbgrader process (:func:`autograder.verdict.data.load`), so grading never re-runs or imports
   a reference solution;
 * ``autograder/kernel/inputs/<exercise>.json``: the hidden inputs alone, which the sandboxed grading
-  kernel reads to call the student's function (:mod:`autograder.kernel.capture`).
+  kernel reads to call the student's function (:mod:`autograder.kernel.capture`);
+* ``course_check/public/<exercise>.json``: the public cases with their expected values, which students'
+  ``check`` reads (shipped in the student edition).
 
 Tolerances belong to the check (:mod:`course_check.compare`). Per output the data stores
 
@@ -40,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autograder.authoring import provenance
 from autograder.authoring import spread as spread_
 from autograder.authoring.cases import drawing_hidden, drawing_public
 from autograder.authoring.naive_math import hint_problems
@@ -386,14 +391,16 @@ def regenerate(
         shipped[exercise] = {name: shown for name, (_, shown) in entries.items()}
     for folder in (out_dir, inputs_dir, public_dir):
         folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = {}
     for exercise in chosen:
         path = out_dir / f"{exercise}.json"
         path.write_text(serialise(data[exercise]), encoding="utf-8")
         (inputs_dir / path.name).write_text(serialise(inputs_only(data[exercise])), encoding="utf-8")
         (public_dir / path.name).write_text(serialise(shipped[exercise]), encoding="utf-8")
-        written.append(path)
-    return written
+        written[exercise] = [path, inputs_dir / path.name, public_dir / path.name]
+    if [d.resolve() for d in (out_dir, inputs_dir, public_dir)] == [DATA_DIR, INPUTS_DIR, PUBLIC_DIR]:
+        provenance.record(written)  # the committed data: what it was regenerated from
+    return [paths[0] for paths in written.values()]
 
 
 def tolerance_rows(data: dict) -> list[tuple]:

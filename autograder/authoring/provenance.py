@@ -1,0 +1,134 @@
+"""What the committed reference data was regenerated from: a test tells stale data without regenerating it.
+
+A regeneration into the committed folders (:func:`autograder.authoring.regenerate.regenerate` with its default
+``out_dir``) records in :data:`MANIFEST`, per exercise, the content hash of every file its data depends on and of
+the three files it wrote (hidden data, kernel inputs, public checks). The data is fresh when both still hold:
+the same sources give the same data (a regeneration is deterministic; tests/test_grading_pipeline.py shows it on
+one section, and the grading contract shows the notebooks' reference solutions reproduce the data on another
+machine), so re-running every reference in every CI run proved nothing more, at about 230 CPU seconds.
+
+The sources of an exercise are the files whose content can change what its regeneration writes:
+
+* every Python module of :data:`COMPUTING` (the library, the public checks, the authoring tools and the kernel
+  helpers the references share), except the other sections' reference modules, so that editing one section
+  leaves the others fresh. The grading side (nbgrader plumbing, confinement, verdicts, term tools) is not
+  among them: it reads the data but computes none of it;
+* ``assignments/term.toml`` (the salt of the hidden cases) and ``requirements.lock`` (the versions that compute).
+
+What the data takes from the exercise's notebook (each graded cell's points, the template's parameters) is compared
+with the notebook directly (:func:`notebook_problems`), so that editing an exercise's text needs no regeneration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: exercise -> {"sources": {path: hash}, "outputs": {path: hash}}, paths relative to the repository
+MANIFEST = Path(__file__).with_name("provenance.json")
+#: the folders whose Python modules compute the data (autograder/authoring/reference: the exercise's section only)
+COMPUTING = ("course_lib", "course_check", "autograder/authoring", "autograder/kernel_support")
+#: files every exercise depends on besides Python modules
+SHARED = ("assignments/term.toml", "requirements.lock")
+#: how to bring stale data up to date (no spread measurement: the stored spread is kept where it still fits)
+FIX = "python -m autograder regenerate --keep-spread"
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def python_sources(section: str) -> set[Path]:
+    """The modules of :data:`COMPUTING` that can change the data of ``section``'s exercises (this one records
+    only)."""
+    reference = ROOT / "autograder/authoring/reference"
+    return {
+        path
+        for folder in COMPUTING
+        for path in (ROOT / folder).rglob("*.py")
+        if (path.parent != reference or path.stem in ("__init__", section)) and path != Path(__file__).resolve()
+    }
+
+
+def sources(exercise: str) -> dict[str, str]:
+    """``{path relative to the repository: content hash}`` of everything ``exercise``'s data depends on."""
+    files = python_sources(_section(exercise)) | {ROOT / name for name in SHARED}
+    return {str(f.relative_to(ROOT)): digest(f) for f in sorted(files)}
+
+
+def _read(manifest: Path) -> dict:
+    return json.loads(manifest.read_text(encoding="utf-8")) if manifest.exists() else {}
+
+
+def record(written: dict[str, list[Path]], manifest: Path = MANIFEST) -> None:
+    """Store, for each exercise of ``written`` (``{exercise: the files its regeneration wrote}``), its sources' and
+    its outputs' hashes; the other exercises' entries stay."""
+    entries = _read(manifest)
+    for exercise, outputs in written.items():
+        entries[exercise] = {
+            "sources": sources(exercise),
+            "outputs": {str(p.resolve().relative_to(ROOT)): digest(p) for p in sorted(outputs)},
+        }
+    manifest.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n", encoding="utf-8")
+
+
+def _section(exercise: str) -> str:
+    from autograder.authoring.sources import source_path
+
+    return source_path(exercise).parent.name  # assignments/source/<section>/<exercise>.md
+
+
+def stale(exercises, manifest: Path = MANIFEST) -> list[str]:
+    """Why the committed data of ``exercises`` may not be what their current sources give (empty when fresh)."""
+    entries = _read(manifest)
+    problems = []
+    for exercise in sorted(exercises):
+        fix = f"{FIX} {_section(exercise)}"
+        entry = entries.get(exercise)
+        if entry is None:
+            problems.append(f"{exercise}: not in {manifest.name}; run `{fix}`")
+            continue
+        now = sources(exercise)
+        changed = sorted(p for p in now.keys() | entry["sources"].keys() if now.get(p) != entry["sources"].get(p))
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            problems.append(f"{exercise}: regenerated from other sources ({shown} changed since); run `{fix}`")
+        edited = sorted(p for p, h in entry["outputs"].items() if not (ROOT / p).is_file() or digest(ROOT / p) != h)
+        if edited:
+            problems.append(
+                f"{exercise}: {', '.join(edited)} differ from what the regeneration wrote; never edit them by hand, "
+                f"run `{fix}`"
+            )
+    return problems + notebook_problems(exercises)
+
+
+def notebook_problems(exercises) -> list[str]:
+    """Where the committed data of ``exercises`` disagrees with their notebooks: a graded cell's points, or the
+    parameters (and the signature quoted in feedback) a check passes its cases in."""
+    from autograder.authoring.regenerate import call_convention
+    from autograder.authoring.registry import all_checks
+    from autograder.authoring.sources import check_points
+    from autograder.verdict.data import load
+
+    checks, problems = all_checks(), []
+    for exercise in sorted(exercises):
+        data, points = load(exercise), check_points(exercise)
+        if data.keys() != points.keys():
+            problems.append(f"{exercise}: the data grades {sorted(data)}, the notebook's graded cells {sorted(points)}")
+            continue
+        for name, spec in sorted(data.items()):
+            # the stored cases' keys are sorted; in the stored order the template must still take them
+            cases = [{"inputs": {k: case["inputs"][k] for k in spec["params"]}} for case in spec["cases"]]
+            try:
+                want = {"points": points[name], **call_convention(checks[f"{exercise}.{name}"], cases)}
+            except ValueError as exc:
+                problems.append(f"{exercise}.{name}: {exc}; run `{FIX} {_section(exercise)}`")
+                continue
+            got = {key: spec.get(key) for key in want}
+            if got != want:
+                problems.append(
+                    f"{exercise}.{name}: the data says {got}, the notebook {want}; run `{FIX} {_section(exercise)}`"
+                )
+    return problems
