@@ -16,7 +16,8 @@ The sources of an exercise are the files whose content can change what its regen
 * ``assignments/term.toml`` (the salt of the hidden cases) and ``requirements.lock`` (the versions that compute).
 
 What the data takes from the exercise's notebook (each graded cell's points, the template's parameters) is compared
-with the notebook directly (:func:`notebook_problems`), so that editing an exercise's text needs no regeneration.
+with the notebook directly (:func:`autograder.authoring.regenerate.notebook_problems`), so that editing an
+exercise's text needs no regeneration.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = Path(__file__).with_name("provenance.json")
 #: the folders whose Python modules compute the data (autograder/authoring/reference: the exercise's section only)
 COMPUTING = ("course_lib", "course_check", "autograder/authoring", "autograder/kernel_support")
+#: the modules of those folders that only scan, copy or record the data and the notebooks
+NOT_COMPUTING = tuple(f"autograder/authoring/{name}.py" for name in ("leak_scan", "release_scan", "student_copy"))
 #: files every exercise depends on besides Python modules
 SHARED = ("assignments/term.toml", "requirements.lock")
 #: how to bring stale data up to date (no spread measurement: the stored spread is kept where it still fits)
@@ -48,7 +51,9 @@ def python_sources(section: str) -> set[Path]:
         path
         for folder in COMPUTING
         for path in (ROOT / folder).rglob("*.py")
-        if (path.parent != reference or path.stem in ("__init__", section)) and path != Path(__file__).resolve()
+        if (path.parent != reference or path.stem in ("__init__", section))
+        and path != Path(__file__).resolve()
+        and str(path.relative_to(ROOT)) not in NOT_COMPUTING
     }
 
 
@@ -101,34 +106,4 @@ def stale(exercises, manifest: Path = MANIFEST) -> list[str]:
                 f"{exercise}: {', '.join(edited)} differ from what the regeneration wrote; never edit them by hand, "
                 f"run `{fix}`"
             )
-    return problems + notebook_problems(exercises)
-
-
-def notebook_problems(exercises) -> list[str]:
-    """Where the committed data of ``exercises`` disagrees with their notebooks: a graded cell's points, or the
-    parameters (and the signature quoted in feedback) a check passes its cases in."""
-    from autograder.authoring.regenerate import call_convention
-    from autograder.authoring.registry import all_checks
-    from autograder.authoring.sources import check_points
-    from autograder.verdict.data import load
-
-    checks, problems = all_checks(), []
-    for exercise in sorted(exercises):
-        data, points = load(exercise), check_points(exercise)
-        if data.keys() != points.keys():
-            problems.append(f"{exercise}: the data grades {sorted(data)}, the notebook's graded cells {sorted(points)}")
-            continue
-        for name, spec in sorted(data.items()):
-            # the stored cases' keys are sorted; in the stored order the template must still take them
-            cases = [{"inputs": {k: case["inputs"][k] for k in spec["params"]}} for case in spec["cases"]]
-            try:
-                want = {"points": points[name], **call_convention(checks[f"{exercise}.{name}"], cases)}
-            except ValueError as exc:
-                problems.append(f"{exercise}.{name}: {exc}; run `{FIX} {_section(exercise)}`")
-                continue
-            got = {key: spec.get(key) for key in want}
-            if got != want:
-                problems.append(
-                    f"{exercise}.{name}: the data says {got}, the notebook {want}; run `{FIX} {_section(exercise)}`"
-                )
     return problems

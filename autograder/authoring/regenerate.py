@@ -54,7 +54,7 @@ from autograder.authoring.sources import COURSE_DIR, check_points, defines, grad
 from course_check.scoring import constant_best
 from course_check import PUBLIC_DIR
 from course_check.compare import NONFINITE, tolerance
-from autograder.verdict.data import DATA_DIR
+from autograder.verdict.data import DATA_DIR, load
 
 #: the stored tolerance is at least this many times the measured spread: the variants imitate other
 #: machines but are not all of them (an AVX-512 machine reorders sums in ways an AVX2 one cannot
@@ -401,6 +401,32 @@ def regenerate(
     if [d.resolve() for d in (out_dir, inputs_dir, public_dir)] == [DATA_DIR, INPUTS_DIR, PUBLIC_DIR]:
         provenance.record(written)  # the committed data: what it was regenerated from
     return [paths[0] for paths in written.values()]
+
+
+def notebook_problems(exercises) -> list[str]:
+    """Where the committed data of ``exercises`` disagrees with their notebooks: a graded cell's points, or the
+    parameters (and the signature quoted in feedback) a check passes its cases in."""
+    from autograder.authoring import sources  # looked up at call time (a test replaces check_points)
+
+    checks, problems = all_checks(), []
+    for exercise in sorted(exercises):
+        data, points = load(exercise), sources.check_points(exercise)
+        fix = f"{provenance.FIX} {sources.source_path(exercise).parent.name}"
+        if data.keys() != points.keys():
+            problems.append(f"{exercise}: the data grades {sorted(data)}, the notebook's graded cells {sorted(points)}")
+            continue
+        for name, spec in sorted(data.items()):
+            # the stored cases' keys are sorted; in the stored order the template must still take them
+            cases = [{"inputs": {k: case["inputs"][k] for k in spec["params"]}} for case in spec["cases"]]
+            try:
+                want = {"points": points[name], **call_convention(checks[f"{exercise}.{name}"], cases)}
+            except ValueError as exc:
+                problems.append(f"{exercise}.{name}: {exc}; run `{fix}`")
+                continue
+            got = {key: spec.get(key) for key in want}
+            if got != want:
+                problems.append(f"{exercise}.{name}: the data says {got}, the notebook {want}; run `{fix}`")
+    return problems
 
 
 def tolerance_rows(data: dict) -> list[tuple]:
