@@ -11,14 +11,17 @@ changes, both to the read phase, where myst-nb executes each page:
   its own task, and the pages that run the most code start first: a process that finishes takes the
   next page, and the last page to start is a short one.
 
-Everything else (configuration, the execution cache, warnings as errors) is Jupyter Book's own.
+Everything else (configuration, the execution cache, warnings as errors) is Jupyter Book's own. The last line
+says what the build cost: wall time and CPU time, the kernels included.
 """
 
 import argparse
 import functools
 import os
 import re
+import resource
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -54,7 +57,19 @@ def main(argv: Sequence[str]) -> None:
     sphinx.builders.make_chunks = one_page_per_task  # type: ignore[assignment]
     # jupyter-book's `build` command imports build_sphinx from here when it runs, and passes no jobs.
     jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx, jobs=max(1, ours.jobs))
-    jupyter_book_cli.main(["build", str(ROOT), *theirs], prog_name="book/build.py")
+    start = time.perf_counter()
+    try:
+        jupyter_book_cli.main(["build", str(ROOT), *theirs], prog_name="book/build.py")
+    finally:  # click ends the command with SystemExit, success or not
+        print(f"book/build.py: {elapsed(start)}", flush=True)
+
+
+def elapsed(start: float) -> str:
+    """Wall time since ``start`` and the CPU time of this process and of every process it waited for (the
+    Sphinx readers and the pages' kernels): what a clean build or a one-page rebuild cost."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return f"{time.perf_counter() - start:.0f} s wall, {cpu:.0f} CPU s (with the page kernels and readers)"
 
 
 if __name__ == "__main__":
