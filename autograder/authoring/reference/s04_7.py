@@ -794,7 +794,7 @@ EXERCISES = (
                             "            x = As[k] @ x + Bs[k] @ dus[k] + ws[k + 1]\n"
                             "        return L + lN @ x\n"
                             "    ws = jnp.zeros((lx.shape[0] + 1, lN.shape[0]))\n"
-                            "    lambdas, grads = jax.grad(total, argnums=(0, 1))(ws, jnp.zeros_like(lu))\n"
+                            "    lambdas, grads = jax.jit(jax.grad(total, argnums=(0, 1)))(ws, jnp.zeros_like(lu))\n"
                             "    return np.asarray(lambdas), np.asarray(grads)\n",
                         )
                     ],
