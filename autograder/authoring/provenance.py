@@ -57,10 +57,19 @@ def python_sources(section: str) -> set[Path]:
     }
 
 
-def sources(exercise: str) -> dict[str, str]:
-    """``{path relative to the repository: content hash}`` of everything ``exercise``'s data depends on."""
-    files = python_sources(_section(exercise)) | {ROOT / name for name in SHARED}
+def sources(section: str) -> dict[str, str]:
+    """``{path relative to the repository: content hash}`` of everything the data of ``section``'s exercises
+    depends on."""
+    files = python_sources(section) | {ROOT / name for name in SHARED}
     return {str(f.relative_to(ROOT)): digest(f) for f in sorted(files)}
+
+
+class _SourcesBySection(dict):
+    """:func:`sources` of each section asked for, hashed once per call of :func:`record` or :func:`stale`."""
+
+    def __missing__(self, section: str) -> dict[str, str]:
+        self[section] = sources(section)
+        return self[section]
 
 
 def _read(manifest: Path) -> dict:
@@ -70,16 +79,16 @@ def _read(manifest: Path) -> dict:
 def record(written: dict[str, list[Path]], manifest: Path = MANIFEST) -> None:
     """Store, for each exercise of ``written`` (``{exercise: the files its regeneration wrote}``), its sources' and
     its outputs' hashes; the other exercises' entries stay."""
-    entries = _read(manifest)
+    entries, by_section = _read(manifest), _SourcesBySection()
     for exercise, outputs in written.items():
         entries[exercise] = {
-            "sources": sources(exercise),
+            "sources": by_section[section_of(exercise)],
             "outputs": {str(p.resolve().relative_to(ROOT)): digest(p) for p in sorted(outputs)},
         }
     manifest.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n", encoding="utf-8")
 
 
-def _section(exercise: str) -> str:
+def section_of(exercise: str) -> str:
     from autograder.authoring.sources import source_path
 
     return source_path(exercise).parent.name  # assignments/source/<section>/<exercise>.md
@@ -87,15 +96,16 @@ def _section(exercise: str) -> str:
 
 def stale(exercises, manifest: Path = MANIFEST) -> list[str]:
     """Why the committed data of ``exercises`` may not be what their current sources give (empty when fresh)."""
-    entries = _read(manifest)
+    entries, by_section = _read(manifest), _SourcesBySection()
     problems = []
     for exercise in sorted(exercises):
-        fix = f"{FIX} {_section(exercise)}"
+        section = section_of(exercise)
+        fix = f"{FIX} {section}"
         entry = entries.get(exercise)
         if entry is None:
             problems.append(f"{exercise}: not in {manifest.name}; run `{fix}`")
             continue
-        now = sources(exercise)
+        now = by_section[section]
         changed = sorted(p for p in now.keys() | entry["sources"].keys() if now.get(p) != entry["sources"].get(p))
         if changed:
             shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
