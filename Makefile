@@ -14,6 +14,10 @@ TEST_JOBS ?= 3
 # The venv is installed by uv (seconds; pip takes over a minute). uv's version is the one pinned in the
 # lock, so `uv pip sync` keeps it; the venv's own pip installs it from PyPI first. Where uv cannot be
 # installed, `make INSTALLER=pip book` installs the same lock with pip.
+# uv compiles the installed packages' bytecode, as pip does by default: where PYTHONDONTWRITEBYTECODE is set (it
+# is on the CI machine) Python never writes it, and every process compiled every module it imported again
+# (nbgrader's command line: 3.5 CPU s to import from source, 1.4 s from bytecode; an s04_3 contract's autograde:
+# 21-28 CPU s against 13-14 s).
 INSTALLER  ?= uv
 UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
 UV         := $(BIN)/uv
@@ -45,7 +49,7 @@ ifeq ($(INSTALLER),pip)
 else
 	$(UV) --version 2>/dev/null | grep -qx "uv $(UV_VERSION)" || \
 	  $(BIN)/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
-	$(UV) pip sync --quiet --python $(BIN)/python requirements.lock
+	$(UV) pip sync --quiet --compile-bytecode --python $(BIN)/python requirements.lock
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 endif
 	touch $@
