@@ -4,8 +4,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# nbgrader calls `alembic` by name, so the venv's bin/ goes first on PATH.
-RUN    := PATH="$(CURDIR)/$(BIN):$$PATH"
+# nbgrader calls `alembic` by name, so the venv's bin/ goes first on PATH. Python writes its bytecode caches
+# (PYTHONDONTWRITEBYTECODE emptied; it is set on the CI machine): otherwise every process the tests and the book
+# start (nbgrader commands, zygotes, page kernels, the students' venvs of the tests) compiles the course's own
+# modules, and everything in a venv the tests make, from source again.
+RUN    := PATH="$(CURDIR)/$(BIN):$$PATH" PYTHONDONTWRITEBYTECODE=
 JOBS   ?= 2
 # pytest workers: one more than the cores. With two, the fresh-clone CI kept 2 cores 83 % busy (2034 CPU-s in
 # 1220 s, 2026-12-06): the rest is waiting on the processes the tests start (nbgrader, kernels, servers,

@@ -22,6 +22,10 @@ from autograder.authoring.hidden_numbers import HiddenNumbers, significant_digit
 from autograder.authoring.release_scan import HIDDEN_INPUT_DIGITS
 from autograder.ops.reports import MIN_DIGITS
 
+
+#: one worker runs the module, so its module fixture is built once
+pytestmark = pytest.mark.xdist_group("leak_scan")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -17,6 +17,9 @@ from autograder.authoring.registry import Check, Mistake, Output
 from course_check.compare import tolerance
 from autograder.verdict.data import DATA_DIR
 
+#: one worker runs the module, so its module fixture is built once
+pytestmark = pytest.mark.xdist_group("spread")
+
 SMALL = "s04_2_ex1"
 
 

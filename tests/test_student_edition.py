@@ -29,6 +29,9 @@ from autograder.authoring.registry import all_checks
 from autograder.authoring.student_copy import student_notebook
 from autograder.ops import cli, student_edition
 
+#: one worker runs the module, so its module fixture is built once
+pytestmark = pytest.mark.xdist_group("student_edition")
+
 ROOT = Path(__file__).resolve().parents[1]
 URL, BRANCH = "https://github.com/example-course/s04-student", "2027-spring"
 #: course_lib's third-party imports, and the distributions that provide them (jaxlib: JAX's compiled half)
@@ -173,6 +176,26 @@ def test_one_install_file_for_binder_and_pip(edition):
     for heavy in ("nbgrader", "jupyter-book", "distributed", "psycopg2-binary", "playwright"):
         assert heavy not in pins, heavy
     assert (edition.folder / "runtime.txt").read_text() == "python-3.11\n"
+
+
+def test_binder_builds_python_3_11_and_installs_the_requirements_with_the_whole_repository(edition):
+    """What Binder builds from the edition, in repo2docker's own recipe: ``--no-build --debug`` prints the
+    Dockerfile it would build, without Docker. Python 3.11 comes from runtime.txt. requirements.txt names
+    ./course_lib and ./course_check, so it has to be installed after the repository is copied in: repo2docker
+    installs it earlier, from requirements.txt alone (for its layer cache), unless a line names a local file."""
+    repo2docker = Path(sys.executable).parent / "repo2docker"
+    run = subprocess.run(
+        [str(repo2docker), "--no-build", "--no-run", "--debug", str(edition.folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    assert "Building conda environment for python=3.11" in log, log[:3000]
+    copied = log.index("COPY --chown=0:0 src/ ${REPO_DIR}/")
+    installs = [m.start() for m in re.finditer(r'pip install --no-cache-dir -r "requirements.txt"', log)]
+    assert len(installs) == 1 and installs[0] > copied, log[-3000:]
 
 
 def test_the_lighter_install_has_the_same_versions_and_everything_the_exercises_import(edition):

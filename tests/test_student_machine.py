@@ -33,11 +33,11 @@ import jupytext
 import nbformat
 import pytest
 
-from autograder.authoring.sources import complete_metadata, source_notebooks
+from autograder.authoring.sources import complete_metadata, solution_cell, source_notebooks
 from autograder.ops import student_edition
 from course_check import PUBLIC_DIR
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("student_machine")]  # one edition and venv (module fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 UV = Path(sys.executable).parent / "uv"
@@ -260,6 +260,70 @@ def test_the_release_notebooks_run_with_their_solutions(student, tmp_path):
     seconds = {Path(p).name: r["seconds"] for p, r in ran.items() if p != str(probe)}
     slowest = max(seconds, key=seconds.__getitem__)
     print(f"\nsolved notebooks: {sum(seconds.values()):.0f} s in all, slowest {slowest} {seconds[slowest]:.1f} s")
+
+
+def test_a_hub_link_pulls_the_edition_and_the_next_click_keeps_the_answers(student, tmp_path):
+    """The campus hub (the edition README's section 3): the course's git-pull link, as nbgitpuller serves it.
+
+    nbgitpuller's own ``GitPuller`` does the pulls (its ``/git-pull`` handler runs exactly this), from a bare copy of
+    the edition playing the published repository, into a home folder. The hub's kernel is the student environment
+    above: a hub's image installs the same ``requirements.txt``. The student answers an exercise; the instructors
+    then publish a correction to that notebook's text and to the README; the student's next click merges both and
+    keeps the answers, and the notebook runs from the pulled folder with full public marks."""
+    from nbgitpuller.pull import GitPuller
+
+    folder, python = student
+    exercise, section = "s04_1_ex1", "s04_1"
+    identity = ["-c", "user.name=instructor", "-c", "user.email=instructor@example.invalid"]
+    branch = subprocess.run(
+        ["git", "-C", str(folder), "branch", "--show-current"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    published = tmp_path / "s04.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(folder), str(published)], check=True)
+    home = tmp_path / "home"
+    pulled = home / "s04"  # nbgitpuller puts the repository at ~/<its name>
+
+    def click():  # one visit of the link: clone the first time, then fetch and merge, keeping local changes
+        return "".join(GitPuller(published.as_uri(), str(pulled), branch=branch).pull())
+
+    click()
+    notebook = pulled / "exercises" / section / f"{exercise}.ipynb"
+    answered = nbformat.read(notebook, as_version=4)
+    answers = {}
+    for cell in answered.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+            cell.source = answers[grade_id] = solution_cell(exercise, grade_id)
+    assert len(answers) == 2
+    nbformat.write(answered, notebook)  # as Jupyter saves it
+
+    instructor = tmp_path / "instructor"
+    subprocess.run(["git", "clone", "-q", str(published), str(instructor)], check=True)
+    corrected = nbformat.read(instructor / notebook.relative_to(pulled), as_version=4)
+    first_text = next(c for c in corrected.cells if c.cell_type == "markdown")
+    first_text.source += "\n\n（勘误：本题的说明已更新。）"
+    nbformat.write(corrected, instructor / notebook.relative_to(pulled))
+    with open(instructor / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("\n更新：第 1 节的说明有勘误。\n")
+    for args in (["commit", "-q", "-am", "correction"], ["push", "-q"]):
+        subprocess.run(["git", "-C", str(instructor), *identity, *args], check=True)
+
+    log = click()
+    merged = nbformat.read(notebook, as_version=4)
+    kept = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in merged.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    }
+    assert kept == answers, log[-2000:]
+    assert "（勘误：本题的说明已更新。）" in next(c for c in merged.cells if c.cell_type == "markdown").source, log[
+        -2000:
+    ]
+    assert "第 1 节的说明有勘误" in (pulled / "README.md").read_text(encoding="utf-8")
+
+    ran = _run(python, [notebook])[str(notebook)]
+    assert ran["error"] is None, ran
+    assert ran["public"].count("公开测试全部通过") == 2, ran["public"]
 
 
 def test_the_lighter_install_imports_everything_an_exercise_imports(student, tmp_path):
