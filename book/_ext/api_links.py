@@ -52,8 +52,8 @@ def _link_api_names(app, doctree, names: frozenset[str]):
 
 
 def setup(app):
-    # read here, in the main process, before Sphinx forks its parallel readers: each reader importing course_lib
-    # (JAX) again cost the book build about 25 CPU seconds
+    # read here, in the main process, before Sphinx forks its parallel readers: in a profile of a fresh build
+    # (py-spy, every process), the readers' own imports of course_lib (JAX) were a tenth of the build's samples
     names = frozenset(documented_names())
     app.connect("doctree-read", functools.partial(_link_api_names, names=names))
     return {"parallel_read_safe": True, "parallel_write_safe": True}
