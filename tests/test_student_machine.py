@@ -33,7 +33,7 @@ import jupytext
 import nbformat
 import pytest
 
-from autograder.authoring.sources import complete_metadata, solution_cell, source_notebooks
+from autograder.authoring.sources import complete_metadata, source_notebooks
 from autograder.ops import student_edition
 from course_check import PUBLIC_DIR
 
@@ -146,6 +146,15 @@ def _solved(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> nb
         if grade_id in solutions:
             cell.source = solutions[grade_id]
     return solved
+
+
+def _answers(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """``{grade_id: source}`` of a notebook's solution code cells: what a student writes."""
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in nb.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def _run(python: Path, notebooks: list[Path]) -> dict:
@@ -288,12 +297,9 @@ def test_a_hub_link_pulls_the_edition_and_the_next_click_keeps_the_answers(stude
 
     click()
     notebook = pulled / "exercises" / section / f"{exercise}.ipynb"
-    answered = nbformat.read(notebook, as_version=4)
-    answers = {}
-    for cell in answered.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
-            cell.source = answers[grade_id] = solution_cell(exercise, grade_id)
+    md = next(p for p in source_notebooks() if p.stem == exercise)
+    answered = _solved(nbformat.read(notebook, as_version=4), complete_metadata(jupytext.read(md), md.name))
+    answers = _answers(answered)
     assert len(answers) == 2
     nbformat.write(answered, notebook)  # as Jupyter saves it
 
@@ -310,15 +316,9 @@ def test_a_hub_link_pulls_the_edition_and_the_next_click_keeps_the_answers(stude
 
     log = click()
     merged = nbformat.read(notebook, as_version=4)
-    kept = {
-        c.metadata["nbgrader"]["grade_id"]: c.source
-        for c in merged.cells
-        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
-    }
-    assert kept == answers, log[-2000:]
-    assert "（勘误：本题的说明已更新。）" in next(c for c in merged.cells if c.cell_type == "markdown").source, log[
-        -2000:
-    ]
+    assert _answers(merged) == answers, log[-2000:]
+    first_text = next(c for c in merged.cells if c.cell_type == "markdown").source
+    assert "（勘误：本题的说明已更新。）" in first_text, log[-2000:]
     assert "第 1 节的说明有勘误" in (pulled / "README.md").read_text(encoding="utf-8")
 
     ran = _run(python, [notebook])[str(notebook)]
