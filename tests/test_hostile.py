@@ -167,10 +167,14 @@ def fd_grad(u, dt, eps=1e-6):
     return np.zeros(np.shape(u)), 0
 """
 REFERENCE = "zz-reference"  # the reference answers, graded after every hostile student of the plain run
-LOOP_FOREVER = "while True:\n    pass\n"
+# "every-cell-loops" waits in its loops instead of spinning: the limits it meets are wall-clock time (the cell's
+# timeout, the notebook's budget), an interrupt reaches a sleeping loop as it does a busy one ("infinite-loop" is
+# the busy one), and 32 s of spinning would only take CPU from the tests running beside this one
+LOOP_FOREVER = "import time\nwhile True:\n    time.sleep(0.05)\n"
 # a loop that swallows the interrupt sent at each timeout: the kernel stays busy, so every later cell times out too
 LOOP_IGNORING_INTERRUPTS = (
-    "while True:\n    try:\n        while True:\n            pass\n    except KeyboardInterrupt:\n        pass\n"
+    "import time\nwhile True:\n    try:\n        while True:\n            time.sleep(0.05)\n"
+    "    except KeyboardInterrupt:\n        pass\n"
 )
 SCRIPT_IN_OUTPUT = """\
 from IPython.display import HTML, Javascript, display
