@@ -23,7 +23,9 @@ modules grade a released s04_1, s04_2 or s04_6.
 ``built_book`` builds the executable book once per test session with the real jupyter-book, through
 book/build.py as ``make book`` does (execution on, warnings fatal); the tests that read it
 (tests/test_book.py, tests/test_browser.py) carry ``@pytest.mark.xdist_group("book")`` so that under
-``pytest -n 2 --dist loadgroup`` they all run on the worker that built it. For local work on those tests only, ``S04_BOOK_HTML=<dir>`` points
+``pytest -n 2 --dist loadgroup`` they all run on the worker that built it. The build writes the run's JAX
+compilation cache (``page_compilation_cache``), and tests/test_page_seeds.py waits for it where the run builds
+the book anyway: its reruns then load the pages' compiled programs. For local work on those tests only, ``S04_BOOK_HTML=<dir>`` points
 the fixture at an existing ``_build/html`` instead of building (make test never sets it).
 """
 
@@ -171,17 +173,39 @@ def _run_root(tmp_path_factory) -> Path:
     return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
 
 
+def _compilation_cache(tmp_path_factory) -> Path:
+    return _run_root(tmp_path_factory) / "jax-compilation-cache"
+
+
+#: every program kept in the cache, however quick to compile (most here compile in < 1 s)
+_CACHE_MIN_COMPILE_TIME_S = 0
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _shared_compilation_cache(tmp_path_factory):
-    """One JAX compilation cache for the test processes of this run (the xdist workers share it).
+    """One JAX compilation cache for the trusted processes of this run: the xdist workers, the book's page kernels
+    and the page-seed reruns (:func:`page_compilation_cache`).
 
     The same programs compile in many tests (a check's reference in the regeneration, the other-salt draws, the
-    witnesses, the public checks); each process compiled each again, and compiling was most of their CPU time.
-    A cached program computes what a fresh compilation does. Set in this process's JAX config, not in the
-    environment: grading kernels, the book's pages and the spread's subprocesses compile as they always do
-    (the kernel launcher also strips JAX's cache variables). A new folder per run, so no run reads another's."""
-    jax.config.update("jax_compilation_cache_dir", str(_run_root(tmp_path_factory) / "jax-compilation-cache"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # most programs here compile in < 1 s
+    witnesses, the public checks; a page's sections rerun at other seeds); each process compiled each again, and
+    compiling was most of their CPU time. A cached program computes what a fresh compilation does. Grading kernels
+    never see it: the kernel launcher strips JAX's cache variables, and they read only the instructor's sealed
+    cache (autograder/confine/compile_cache.py). A new folder per run, so no run reads another's."""
+    jax.config.update("jax_compilation_cache_dir", str(_compilation_cache(tmp_path_factory)))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(_CACHE_MIN_COMPILE_TIME_S))
+
+
+@pytest.fixture(scope="session")
+def page_compilation_cache(tmp_path_factory) -> dict:
+    """The environment that points a page's interpreter at the run's compilation cache.
+
+    The book build writes it (measured on this book: a clean build that writes the cache costs what one without
+    it does, 352 CPU s both); a page's sections rerun at another seed then load most of their programs from it,
+    since the pages pass their PRNG keys as arguments."""
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(_compilation_cache(tmp_path_factory)),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(_CACHE_MIN_COMPILE_TIME_S),
+    }
 
 
 @pytest.fixture(scope="session")
@@ -209,7 +233,7 @@ def released_course(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
+def built_book(tmp_path_factory, page_compilation_cache):
     prebuilt = os.environ.get("S04_BOOK_HTML")
     if prebuilt:
         html = Path(prebuilt).resolve()
@@ -222,7 +246,11 @@ def built_book(tmp_path_factory):
     with open(root / "book_build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out / "BUILD_SUCCEEDED").exists():
-            env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            env = {
+                **os.environ,
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                **page_compilation_cache,
+            }
             build = [sys.executable, str(ROOT / "book" / "build.py")]  # what make book runs
             proc = subprocess.run(
                 # two readers at least, so that every run exercises the parallel read (and its cache)
