@@ -178,8 +178,13 @@ OVERFLOW_JS = r"""() => {
   const printedTables = [...document.querySelectorAll("article.bd-article .cell_output pre")]
     .filter((pre) => pre.scrollWidth > pre.clientWidth + 1 && pre.textContent.split("\n").filter(numericRow).length >= 3)
     .map((pre) => pre.textContent.trim().slice(0, 60));
+  // a figure squeezed below 0.58 of its drawn width: its labels shrink below about 9 px (course_reader.js keeps 0.6)
+  const shrunk = [...document.querySelectorAll("article.bd-article img")]
+    .filter((img) => img.naturalWidth && img.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true})
+            && img.getBoundingClientRect().width < 0.58 * img.naturalWidth)
+    .map((img) => `${(img.alt || img.src).slice(-60)}: ${Math.round(img.getBoundingClientRect().width)} of ${img.naturalWidth} px`);
   return {scroll: document.documentElement.scrollWidth, width: window.innerWidth, cut: cut.slice(0, 8),
-          squeezed: squeezed.slice(0, 8), printedTables: printedTables.slice(0, 8)};
+          squeezed: squeezed.slice(0, 8), printedTables: printedTables.slice(0, 8), shrunk: shrunk.slice(0, 8)};
 }"""
 
 
@@ -225,8 +230,9 @@ def _expected_output_cells(built_book, page):
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_offline_without_errors(browser, site, built_book, page):
     """No console error, no network request, every formula typeset, every image and link good,
-    every code cell's output shown; and at phone width (390 px) the text fits the screen, and every table of
-    results is a real table (one printed as text hides its last columns past the edge)."""
+    every code cell's output shown; and at phone width (390 px) the text fits the screen, every table of
+    results is a real table (one printed as text hides its last columns past the edge), and every figure keeps
+    at least 0.6 of its drawn width, scrolling sideways in its box."""
     reader = Reader(browser, **DESKTOP)
     try:
         reader.open(site + page + ".html")
@@ -261,6 +267,7 @@ def test_page_renders_offline_without_errors(browser, site, built_book, page):
                 assert cell["height"] > 0, f"code cell {i}: its output takes no space on the page"
     assert overflow["scroll"] <= overflow["width"] + 1 and not overflow["cut"], f"cut off on a phone: {overflow}"
     assert not overflow["squeezed"], f"table columns squeezed on a phone: {overflow}"
+    assert not overflow["shrunk"], f"figures shrunk past legibility on a phone: {overflow['shrunk']}"
     assert not overflow["printedTables"], (
         f"a table printed as text runs past its box on a phone; show it with book/table_helpers.py: {overflow}"
     )
