@@ -139,6 +139,18 @@ def _plant_in_notebook(path: Path, line: str) -> None:
     nbformat.write(nb, path)
 
 
+def test_the_line_index_finds_what_a_search_for_every_line_finds(secrets):
+    # the scan looks lines up by the hash of their beginning (leak_scan._LineIndex): every secret line, mid-line
+    # or not, must be found exactly where searching the text for each line finds it
+    every = sorted(secrets.lines)
+    planted = every[:: max(1, len(every) // 200)]
+    text = "\n".join(f"x = {i}; {line} # 注释" for i, line in enumerate(planted)) + "\n" + every[-1][:-1]
+    expected = {line for line in secrets.lines if line in text}
+    assert set(planted) <= expected and every[-1] not in expected
+    assert set(leak_scan._LineIndex(secrets.lines).found_in(text)) == expected
+    assert leak_scan._LineIndex(secrets.lines).found_in("short") == []
+
+
 def test_what_cannot_be_checked_fails_the_scan(secrets, tmp_path):
     """A broken wheel and a link could hide anything: the scan says so instead of passing them."""
     folder = tmp_path / "edition"

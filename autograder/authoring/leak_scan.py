@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jupytext
+import numpy as np
 
 from autograder.authoring.hidden_numbers import NUMBER, at_digits, significant_digits
 from autograder.authoring.release_scan import FORBIDDEN_MARKERS, solution_lines
@@ -53,6 +54,52 @@ RUN, RUN_DIGITS, RUN_MIN_DIGITS = 3, 6, 4
 _TAG = re.compile(r"<[^>]*>")
 _JSON_SUFFIXES = {".json", ".ipynb"}
 _ZIP_SUFFIXES = {".zip", ".whl"}
+
+
+#: characters of a secret line that locate where it could start in a text (MIN_LINE or fewer; see _LineIndex)
+_PREFIX = 16
+_BASE = np.uint64(1_000_003)
+_TABLE_MASK = (1 << 22) - 1
+
+
+def _window_hashes(text: str, width: int = _PREFIX) -> np.ndarray:
+    """A polynomial hash (uint64, wrapping) of each ``width``-character window of ``text``, by position."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.uint64)
+    n = len(codes) - width + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    hashes = np.zeros(n, dtype=np.uint64)
+    for j in range(width):
+        hashes = hashes * _BASE + codes[j : j + n]
+    return hashes
+
+
+class _LineIndex:
+    """The secret lines by the hash of their first :data:`_PREFIX` characters.
+
+    Searching a text for each of some 2,700 lines cost 9 of the 13 s that scanning the built book took. Hashing
+    every window of the text once and looking the hashes up finds the few lines whose beginning occurs at all;
+    only those are searched for. The answer is the same: a line occurs only where its first characters do, and a
+    hash collision only adds a line to search for."""
+
+    def __init__(self, lines: Iterable[str]):
+        self.by_hash: dict[int, list[str]] = {}
+        self.short: list[str] = []  # none today (MIN_LINE > _PREFIX): searched for directly
+        for line in lines:
+            if len(line) < _PREFIX:
+                self.short.append(line)
+            else:
+                self.by_hash.setdefault(int(_window_hashes(line[:_PREFIX])[0]), []).append(line)
+        # a bit per value of a hash's low bits: one lookup per window, and about 1 window in 2,000 goes on
+        self.seen = np.zeros(_TABLE_MASK + 1, dtype=bool)
+        self.seen[[h & _TABLE_MASK for h in self.by_hash]] = True
+
+    def found_in(self, text: str) -> list[str]:
+        windows = _window_hashes(text)
+        maybe = windows[self.seen[(windows & np.uint64(_TABLE_MASK)).astype(np.intp)]]
+        present = set(maybe.tolist()) & self.by_hash.keys()
+        candidates = [line for h in present for line in self.by_hash[h]] + self.short
+        return [line for line in candidates if line in text]
 
 
 @dataclass
@@ -233,14 +280,14 @@ def _texts(name: str, data: bytes) -> Iterator[tuple[str, str | None]]:
     yield name, text
 
 
-def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
-    """What of ``secrets`` appears in ``text`` (one problem per kind of hit and origin)."""
+def scan_text(where: str, text: str, secrets: Secrets, index: _LineIndex | None = None) -> list[str]:
+    """What of ``secrets`` appears in ``text`` (one problem per kind of hit and origin). ``index``: the secret
+    lines' index, made once for a scan of many texts."""
     problems = []
     if where.endswith(".ipynb"):  # a notebook with these markers was never released (prose may name them)
         problems += [f"{where}: contains the marker {m!r}" for m in FORBIDDEN_MARKERS if m in text]
-    for line, origin in secrets.lines.items():
-        if line in text:
-            problems.append(f"{where}: {origin} leaked: {line[:80]!r}")
+    for line in (index or _LineIndex(secrets.lines)).found_in(text):
+        problems.append(f"{where}: {secrets.lines[line]} leaked: {line[:80]!r}")
     singles, runs = _number_keys(NUMBER.findall(text))
     by_case: dict[str, list[str]] = {}
     for key, token in singles.items():
@@ -257,6 +304,7 @@ def scan_text(where: str, text: str, secrets: Secrets) -> list[str]:
 def scan(folder: Path, secrets: Secrets) -> list[str]:
     """Problems found in every file under ``folder`` (an empty list: nothing instructor-only)."""
     problems = []
+    index = _LineIndex(secrets.lines)
     for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() or p.is_symlink()):
         if path.is_symlink():  # never followed: it could point at anything on the instructor's machine
             problems.append(f"{path.relative_to(folder)}: a link, not a file; publish files only")
@@ -265,5 +313,5 @@ def scan(folder: Path, secrets: Secrets) -> list[str]:
             if text is None:
                 problems.append(f"{where}: cannot be opened (a broken or encrypted archive), so it was not checked")
             else:
-                problems += scan_text(where, text, secrets)
+                problems += scan_text(where, text, secrets, index)
     return problems
