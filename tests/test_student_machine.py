@@ -33,7 +33,7 @@ import jupytext
 import nbformat
 import pytest
 
-from autograder.authoring.sources import complete_metadata, source_notebooks
+from autograder.authoring.sources import complete_metadata, source_notebooks, source_path
 from autograder.ops import student_edition
 from course_check import PUBLIC_DIR
 
@@ -297,7 +297,7 @@ def test_a_hub_link_pulls_the_edition_and_the_next_click_keeps_the_answers(stude
 
     click()
     notebook = pulled / "exercises" / section / f"{exercise}.ipynb"
-    md = next(p for p in source_notebooks() if p.stem == exercise)
+    md = source_path(exercise)
     answered = _solved(nbformat.read(notebook, as_version=4), complete_metadata(jupytext.read(md), md.name))
     answers = _answers(answered)
     assert len(answers) == 2

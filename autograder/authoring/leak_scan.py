@@ -280,13 +280,13 @@ def _texts(name: str, data: bytes) -> Iterator[tuple[str, str | None]]:
     yield name, text
 
 
-def scan_text(where: str, text: str, secrets: Secrets, index: _LineIndex | None = None) -> list[str]:
-    """What of ``secrets`` appears in ``text`` (one problem per kind of hit and origin). ``index``: the secret
-    lines' index, made once for a scan of many texts."""
+def scan_text(where: str, text: str, secrets: Secrets, index: _LineIndex) -> list[str]:
+    """What of ``secrets`` appears in ``text`` (one problem per kind of hit and origin). ``index``: the index of
+    ``secrets.lines``, made once by :func:`scan` for all its texts."""
     problems = []
     if where.endswith(".ipynb"):  # a notebook with these markers was never released (prose may name them)
         problems += [f"{where}: contains the marker {m!r}" for m in FORBIDDEN_MARKERS if m in text]
-    for line in (index or _LineIndex(secrets.lines)).found_in(text):
+    for line in index.found_in(text):
         problems.append(f"{where}: {secrets.lines[line]} leaked: {line[:80]!r}")
     singles, runs = _number_keys(NUMBER.findall(text))
     by_case: dict[str, list[str]] = {}
