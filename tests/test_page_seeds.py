@@ -54,6 +54,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import myst_nb
+cells = json.load(open(sys.argv[1], encoding="utf-8"))
 results = {}
 for seed in sys.argv[2:]:
     os.environ["S04_PAGE_SEED"] = seed  # the page's setup cell reads it
@@ -61,7 +62,7 @@ for seed in sys.argv[2:]:
     myst_nb.glue = lambda name, value, display=True: glued.__setitem__(name, repr(value))
     ns = {"__name__": "__main__"}
     try:
-        for where, source in json.load(open(sys.argv[1], encoding="utf-8")):
+        for where, source in cells:
             exec(compile(source, f"<{where}>", "exec"), ns)
             plt.close("all")
         results[seed] = {"glued": sorted(glued)}
@@ -108,8 +109,7 @@ def test_section_claims_hold_at_other_seeds(entry, tmp_path, jax_cache):
     assert any("S04_PAGE_SEED" in source for _, source in cells), f"{page} does not read S04_PAGE_SEED"
     cells_file = tmp_path / "cells.json"
     cells_file.write_text(json.dumps(cells), encoding="utf-8")
-    env = {**os.environ, "MPLBACKEND": "Agg", **jax_cache}
-    env.pop("S04_PAGE_SEED", None)
+    env = {**os.environ, "MPLBACKEND": "Agg", **jax_cache}  # the runner sets S04_PAGE_SEED for each seed
     start = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-c", RUNNER, str(cells_file), *map(str, SEEDS)],
@@ -128,8 +128,7 @@ def test_section_claims_hold_at_other_seeds(entry, tmp_path, jax_cache):
     for seed, result in results.items():
         if "error" in result:
             problems.append(f"{heading} at S04_PAGE_SEED={seed}:\n{result['error']}")
-        elif read - set(result["glued"]):
-            missing = sorted(read - set(result["glued"]))
+        elif missing := sorted(read - set(result["glued"])):
             problems.append(f"{heading} at S04_PAGE_SEED={seed}: the prose reads values no cell glued: {missing}")
     assert not problems, "\n\n".join(problems)
     print(f"{page} {heading} at seeds {', '.join(map(str, SEEDS))}: {elapsed:.1f} s")
